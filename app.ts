@@ -1,0 +1,90 @@
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import sensible from '@fastify/sensible'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Ajv, { type AnySchema } from 'ajv'
+import addFormats from 'ajv-formats'
+import type { Config } from './plugins/config.js'
+import configPlugin from './plugins/config.js'
+import db from './plugins/db/index.js'
+import errorsPlugin from './plugins/errors.js'
+import requestLog, { genReqId, loggerOptions } from './plugins/request-log.js'
+import accessState from './plugins/auth/access-state.js'
+import accessTokens from './plugins/auth/tokens.js'
+import userSessions from './plugins/auth/user-session.js'
+import publicAuth from './plugins/auth/public-auth.js'
+import clientAuth from './plugins/auth/client-auth.js'
+import rateLimitStore from './plugins/rate-limit.js'
+import apps from './plugins/apps.js'
+import installs from './plugins/installs.js'
+import oauth from './plugins/oauth.js'
+import openapi from './plugins/openapi.js'
+import publicV1Routes from './routes/public/v1/index.js'
+import oauthRoutes from './routes/oauth/index.js'
+import appsRoutes from './routes/apps/index.js'
+import installsRoutes from './routes/installs/index.js'
+import healthRoutes from './routes/health/index.js'
+import docsRoutes from './routes/docs/index.js'
+
+export const BODY_LIMIT = 64 * 1024
+
+export interface BuildOptions {
+  /** Where log lines go (tests capture them); standard output by default. */
+  logStream?: NodeJS.WritableStream
+}
+
+/**
+ * Bodies are validated strictly (no coercion, unknown fields refused); path and query strings are coerced,
+ * since they arrive as text.
+ */
+function validatorCompiler (): Parameters<FastifyInstance['setValidatorCompiler']>[0] {
+  const make = (coerceTypes: boolean | 'array') => {
+    const ajv = new Ajv.default({ coerceTypes, removeAdditional: false, useDefaults: true, allErrors: true, strict: false })
+    addFormats.default(ajv)
+    return ajv
+  }
+  const strict = make(false)
+  const coercing = make('array')
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as AnySchema)
+}
+
+/** Builds the service from its plugins and routes, without listening. */
+export async function buildApp (config: Config, opts: BuildOptions = {}) {
+  const app = Fastify({
+    logger: loggerOptions(config.logLevel, opts.logStream),
+    // plugins/request-log.ts writes the one line per request.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    requestIdHeader: false,
+    genReqId,
+    requestTimeout: 30_000,
+    return503OnClosing: true
+  }).withTypeProvider<TypeBoxTypeProvider>()
+  app.setValidatorCompiler(validatorCompiler())
+
+  // Infrastructure first, then the services, then the routes.
+  await app.register(configPlugin, { config })
+  await app.register(sensible)
+  await app.register(errorsPlugin)
+  await app.register(requestLog)
+  await app.register(openapi)
+  await app.register(db)
+  await app.register(rateLimitStore)
+  await app.register(accessState)
+  await app.register(accessTokens)
+  await app.register(userSessions)
+  await app.register(publicAuth)
+  await app.register(apps)
+  await app.register(clientAuth)
+  await app.register(installs)
+  await app.register(oauth)
+
+  await app.register(publicV1Routes, { prefix: '/public/v1' })
+  await app.register(oauthRoutes)
+  await app.register(appsRoutes)
+  await app.register(installsRoutes)
+  await app.register(healthRoutes)
+  await app.register(docsRoutes)
+  return app
+}
+
+export type AppInstance = Awaited<ReturnType<typeof buildApp>>

@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import pino from 'pino'
+import { buildApp } from './app.js'
+import { openDb } from './plugins/db/index.js'
+import { migrate } from './plugins/db/migrate.js'
+import { loadConfig } from './plugins/config.js'
+import { loadConfigOrExit, serve } from './server.js'
+import { signUserSession } from './plugins/auth/user-session.js'
+
+const USAGE = `Usage: marketplace-gateway <command> [options]
+
+Commands:
+  serve                              run the service (the default; same as npm start)
+  migrate                            apply database migrations and exit
+  openapi [--out FILE]               write the OpenAPI document (default: stdout) without listening
+  user-token --sub ID --org ORG --entity ENT [--entity ENT2 ...] [--ttl SECONDS]
+                                     sign a development user session token with USER_SESSION_SECRET
+
+Configuration comes from the environment; see README.md.`
+
+/** A user session token as the accounting system would issue it (HS256, aud user_session). */
+function userToken (args: string[]): void {
+  const { values } = parseArgs({
+    args,
+    options: {
+      sub: { type: 'string' },
+      org: { type: 'string' },
+      entity: { type: 'string', multiple: true },
+      ttl: { type: 'string', default: '43200' }
+    }
+  })
+  if (!values.sub || !values.org || !values.entity?.length) {
+    process.stderr.write('user-token needs --sub, --org and at least one --entity\n')
+    process.exit(2)
+  }
+  const config = loadConfigOrExit()
+  const user = { sub: values.sub, orgRefId: values.org, entityRefIds: values.entity.flatMap(e => e.split(',')) }
+  process.stdout.write(signUserSession(config.userSessionSecret, user, Number(values.ttl)) + '\n')
+}
+
+async function openapi (args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { out: { type: 'string' } } })
+  // The document depends only on the routes: build them on a throw-away in-memory database, listen nowhere.
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-openapi-'))
+  const config = { ...loadConfig({ ...process.env, NODE_ENV: 'development', DATABASE_URL: undefined, DATA_DIR: dataDir }), embeddedDataDir: 'memory://', logLevel: 'silent' }
+  const app = await buildApp(config)
+  await app.ready()
+  const doc = JSON.stringify(app.swagger(), null, 2) + '\n'
+  await app.close()
+  if (values.out) {
+    writeFileSync(values.out, doc)
+    process.stderr.write(`wrote ${values.out}\n`)
+  } else {
+    process.stdout.write(doc)
+  }
+}
+
+async function migrateCommand (): Promise<void> {
+  const config = loadConfigOrExit()
+  const log = pino({ level: config.logLevel })
+  const db = await openDb(config, log)
+  try {
+    const applied = await migrate(db)
+    log.info({ applied }, applied.length ? 'migrations applied' : 'database is up to date')
+  } finally {
+    await db.close()
+  }
+}
+
+const [command = 'serve', ...rest] = process.argv.slice(2)
+const commands: Record<string, () => Promise<void> | void> = {
+  serve: () => serve(loadConfigOrExit()),
+  migrate: migrateCommand,
+  openapi: () => openapi(rest),
+  'user-token': () => userToken(rest),
+  help: () => { process.stdout.write(USAGE + '\n') }
+}
+const run = commands[command]
+if (!run) {
+  process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`)
+  process.exit(2)
+}
+Promise.resolve(run()).catch(err => {
+  process.stderr.write(`${(err as Error).stack ?? err}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,127 @@
+import fp from 'fastify-plugin'
+import { notify, type Queryable } from '../db/index.js'
+
+/** What the database says about an install and its app: the authority behind every access token. */
+export interface AccessState {
+  installId: string
+  clientId: string
+  appSlug: string
+  orgRefId: string
+  entityRefId: string
+  scopes: string[]
+  status: string
+  apiKeyEnabled: boolean
+  /** Epoch milliseconds of the last key disable; tokens issued at or before it are dead for good. */
+  keyDisabledAt: number | null
+}
+
+export type AccessKey = { installId: string } | { clientId: string }
+
+const CHANNEL = 'access_changed'
+const MAX_ENTRIES = 50_000
+
+interface Row {
+  install_id: string
+  client_id: string
+  slug: string
+  org_ref_id: string
+  entity_ref_id: string
+  scopes: string[]
+  status: string
+  api_key_enabled: boolean
+  key_disabled_at: Date | null
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    accessState: {
+      get(installId: string): Promise<AccessState | undefined>
+      /** Runs `fn` in a transaction that changes install or app state, and makes every instance forget it. */
+      change<T>(key: AccessKey, fn: (q: Queryable) => Promise<T>): Promise<T>
+    }
+  }
+}
+
+/**
+ * A read-through cache of install and key state. It may serve reads only while Postgres notifications are
+ * flowing: every change notifies `access_changed` in its own transaction, every instance drops the entry it
+ * names, and if the listener connection drops the whole cache goes and stays off until it is back.
+ */
+export default fp(async (app) => {
+  const { db } = app
+  const byInstall = new Map<string, AccessState>()
+  // Bumped on every invalidation, so a read that raced with a change does not cache what it read.
+  let generation = 0
+
+  function forget (key: AccessKey): void {
+    generation++
+    if ('installId' in key) {
+      byInstall.delete(key.installId)
+      return
+    }
+    for (const [id, state] of byInstall) if (state.clientId === key.clientId) byInstall.delete(id)
+  }
+
+  function parse (payload: string): AccessKey | undefined {
+    const [kind, id] = [payload.slice(0, payload.indexOf(':')), payload.slice(payload.indexOf(':') + 1)]
+    if (kind === 'install') return { installId: id }
+    if (kind === 'app') return { clientId: id }
+    return undefined
+  }
+
+  await db.listen(CHANNEL, payload => {
+    const key = parse(payload)
+    if (key) forget(key)
+  })
+  db.onNotificationsLost(() => {
+    generation++
+    byInstall.clear()
+  })
+
+  async function load (installId: string): Promise<AccessState | undefined> {
+    const [row] = await db.query<Row>(
+      `select i.install_id, i.client_id, a.slug, i.org_ref_id, i.entity_ref_id, i.scopes, i.status,
+              a.api_key_enabled, a.key_disabled_at
+         from installs i join apps a on a.client_id = i.client_id
+        where i.install_id = $1`, [installId])
+    if (!row) return undefined
+    return {
+      installId: row.install_id,
+      clientId: row.client_id,
+      appSlug: row.slug,
+      orgRefId: row.org_ref_id,
+      entityRefId: row.entity_ref_id,
+      scopes: row.scopes,
+      status: row.status,
+      apiKeyEnabled: row.api_key_enabled,
+      keyDisabledAt: row.key_disabled_at ? row.key_disabled_at.getTime() : null
+    }
+  }
+
+  app.decorate('accessState', {
+    async get (installId: string) {
+      const cached = byInstall.get(installId)
+      if (cached && db.notificationsHealthy) return cached
+      const before = generation
+      const state = await load(installId)
+      if (state && db.notificationsHealthy && generation === before) {
+        if (byInstall.size >= MAX_ENTRIES) byInstall.delete(byInstall.keys().next().value!)
+        byInstall.set(installId, state)
+      }
+      return state
+    },
+    async change<T> (key: AccessKey, fn: (q: Queryable) => Promise<T>): Promise<T> {
+      const payload = 'installId' in key ? `install:${key.installId}` : `app:${key.clientId}`
+      try {
+        return await db.tx(async q => {
+          const result = await fn(q)
+          await notify(q, CHANNEL, payload)
+          return result
+        })
+      } finally {
+        // This instance refuses on the very next request, without waiting for its own notification.
+        forget(key)
+      }
+    }
+  })
+}, { name: 'access-state', dependencies: ['db'] })

@@ -1,0 +1,71 @@
+import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
+import { errors } from '../errors.js'
+
+/** The install a request acts for, as the database says it is right now. */
+export interface Principal {
+  installId: string
+  clientId: string
+  appSlug: string
+  orgRefId: string
+  entityRefId: string
+  /** Granted scopes from the database, not from the token. */
+  scopes: string[]
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    publicAuth: {
+      /** Rows 1 to 5 of the public pipeline (contract 3.4) for an Authorization header value. */
+      authenticate(authorization: string | undefined): Promise<Principal>
+    }
+  }
+  interface FastifyRequest {
+    principal: Principal | null
+  }
+}
+
+const BEARER = /^Bearer +([A-Za-z0-9_.~+/=-]+) *$/i
+
+/** Authenticates marketplace access tokens. Install and key state always come from the database. */
+export default fp(async (app) => {
+  app.decorateRequest('principal', null)
+  app.decorate('publicAuth', {
+    async authenticate (authorization: string | undefined): Promise<Principal> {
+      const token = authorization?.match(BEARER)?.[1]
+      if (!token) throw errors.missingBearer()
+      const claims = app.accessTokens.verify(token)
+      const state = await app.accessState.get(claims.sub)
+      if (!state || state.clientId !== claims.client_id || state.orgRefId !== claims.org_ref_id ||
+          state.entityRefId !== claims.entity_ref_id) {
+        throw errors.invalidAccessToken()
+      }
+      if (!state.apiKeyEnabled || (state.keyDisabledAt !== null && claims.iat * 1000 <= state.keyDisabledAt)) {
+        throw errors.apiKeyDisabled()
+      }
+      if (state.status !== 'active') throw errors.installNotActive()
+      return {
+        installId: state.installId,
+        clientId: state.clientId,
+        appSlug: state.appSlug,
+        orgRefId: state.orgRefId,
+        entityRefId: state.entityRefId,
+        scopes: state.scopes
+      }
+    }
+  })
+}, { name: 'public-auth', dependencies: ['access-tokens', 'access-state'] })
+
+/**
+ * Registered inside a route context: every route declared after it there needs a marketplace access token.
+ * The hook is attached per route (onRoute) so that it runs before the rate limit, tenant guard and scope hooks
+ * that are attached the same way after it.
+ */
+export const requireAccessToken = fp(async (app) => {
+  const hook = async (request: FastifyRequest): Promise<void> => {
+    request.principal = await app.publicAuth.authenticate(request.headers.authorization)
+  }
+  app.addHook('onRoute', route => {
+    route.onRequest = [hook, ...[route.onRequest ?? []].flat()]
+  })
+}, { dependencies: ['public-auth'] })

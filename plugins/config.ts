@@ -1,0 +1,224 @@
+import { createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto'
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { Type, type Static } from '@sinclair/typebox'
+import { Value } from '@sinclair/typebox/value'
+import fp from 'fastify-plugin'
+
+const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')],
+  { description: 'true or false' })
+const Int = (min: number, max: number) => Type.String({ pattern: '^[0-9]+$', description: `an integer from ${min} to ${max}`, min, max })
+const Url = Type.String({ pattern: '^https?://[^\\s]+$', description: 'an absolute http(s) URL' })
+
+/** The environment as the operator writes it. Every variable of contract section 2; all strings, checked here. */
+export const EnvSchema = Type.Object({
+  PORT: Type.Optional(Int(0, 65535)),
+  HOST: Type.Optional(Type.String({ minLength: 1 })),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// connection string' })),
+  DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  PUBLIC_BASE_URL: Type.Optional(Url),
+  MCP_BASE_URL: Type.Optional(Url),
+  TOKEN_SIGNING_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  USER_SESSION_SECRET: Type.Optional(Type.String({ minLength: 32, description: 'at least 32 characters' })),
+  WEBHOOK_SECRET_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  EVENTS_TOKEN: Type.Optional(Type.String({ minLength: 24, description: 'at least 24 characters' })),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'a redis:// URL' })),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Optional(Bool),
+  WEBHOOK_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  PUBLIC_RATE_LIMIT: Type.Optional(Int(1, 1_000_000)),
+  MCP_RATE_LIMIT_IP: Type.Optional(Int(1, 1_000_000)),
+  MCP_RATE_LIMIT_SESSION: Type.Optional(Int(1, 1_000_000)),
+  MCP_SESSION_IDLE_MINUTES: Type.Optional(Int(1, 10_080)),
+  WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({ pattern: '^[0-9]+(,[0-9]+)*$', description: 'comma-separated seconds' })),
+  WEBHOOK_DISABLE_AFTER_FAILURES: Type.Optional(Int(1, 1_000_000)),
+  WEBHOOK_DISABLE_AFTER_HOURS: Type.Optional(Int(0, 1_000_000)),
+  MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
+  LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)),
+    { description: 'one of fatal, error, warn, info, debug, trace, silent' })),
+  NODE_ENV: Type.Optional(Type.Union(['development', 'production', 'test'].map(l => Type.Literal(l)),
+    { description: 'development, production or test' }))
+})
+export type Env = Static<typeof EnvSchema>
+
+export interface Config {
+  port: number
+  host: string
+  databaseUrl: string | undefined
+  dataDir: string
+  /** Where PGlite keeps its files; `memory://` keeps them in memory (tests). */
+  embeddedDataDir: string
+  publicBaseUrl: string
+  mcpBaseUrl: string
+  tokenSigningKey: string
+  userSessionSecret: string
+  webhookSecretKey: Buffer
+  eventsToken: string
+  redisUrl: string | undefined
+  webhookAllowPrivateTargets: boolean
+  webhookCaFile: string | undefined
+  publicRateLimit: number
+  mcpRateLimitIp: number
+  mcpRateLimitSession: number
+  mcpSessionIdleMinutes: number
+  webhookRetrySchedule: number[]
+  webhookDisableAfterFailures: number
+  webhookDisableAfterHours: number
+  mcpAllowedOrigins: string[]
+  logLevel: string
+  nodeEnv: 'development' | 'production' | 'test'
+  /** Names of the secrets that were generated into DATA_DIR rather than configured. */
+  generatedSecrets: string[]
+}
+
+export class ConfigError extends Error {
+  constructor (variable: string, problem: string) {
+    super(`Invalid configuration: ${variable} ${problem}`)
+    this.name = 'ConfigError'
+  }
+}
+
+const SECRET_NAMES = ['TOKEN_SIGNING_KEY', 'USER_SESSION_SECRET', 'WEBHOOK_SECRET_KEY', 'EVENTS_TOKEN'] as const
+type SecretName = typeof SECRET_NAMES[number]
+
+function checkShape (env: Record<string, string | undefined>): Env {
+  const known: Record<string, string> = {}
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const value = env[key]
+    if (value !== undefined && value !== '') known[key] = value
+  }
+  for (const error of Value.Errors(EnvSchema, known)) {
+    const variable = error.path.replace(/^\//, '')
+    const schema = EnvSchema.properties[variable as keyof Env] as { description?: string } | undefined
+    throw new ConfigError(variable, `must be ${schema?.description ?? 'valid'} (got ${JSON.stringify(known[variable])})`)
+  }
+  for (const [key, value] of Object.entries(known)) {
+    const s = EnvSchema.properties[key as keyof Env] as { min?: number, max?: number, description?: string }
+    if (s.min !== undefined && (Number(value) < s.min || Number(value) > (s.max ?? Infinity))) {
+      throw new ConfigError(key, `must be ${s.description} (got ${JSON.stringify(value)})`)
+    }
+  }
+  return known as Env
+}
+
+function decodeKey32 (value: string): Buffer | undefined {
+  for (const encoding of ['hex', 'base64url', 'base64'] as const) {
+    const buf = Buffer.from(value, encoding)
+    if (buf.length === 32 && buf.toString(encoding).replace(/=+$/, '') === value.replace(/=+$/, '')) return buf
+  }
+  return undefined
+}
+
+function checkSigningKey (pem: string): string {
+  const text = pem.includes('\\n') ? pem.replace(/\\n/g, '\n') : pem
+  let key
+  try {
+    key = createPrivateKey(text)
+  } catch {
+    throw new ConfigError('TOKEN_SIGNING_KEY', 'must be an RSA private key in PEM (PKCS#8)')
+  }
+  if (key.asymmetricKeyType !== 'rsa' || (key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) {
+    throw new ConfigError('TOKEN_SIGNING_KEY', 'must be an RSA private key of at least 2048 bits')
+  }
+  return key.export({ format: 'pem', type: 'pkcs8' }).toString()
+}
+
+function generateSecret (name: SecretName): string {
+  switch (name) {
+    case 'TOKEN_SIGNING_KEY':
+      return generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+    case 'WEBHOOK_SECRET_KEY':
+      return randomBytes(32).toString('base64url')
+    default:
+      return randomBytes(32).toString('base64url')
+  }
+}
+
+/** Development secrets live in DATA_DIR/dev-secrets.json so that tokens and encrypted data survive a restart. */
+function loadOrGenerateSecrets (dataDir: string, missing: SecretName[]): Record<string, string> {
+  if (missing.length === 0) return {}
+  const file = join(dataDir, 'dev-secrets.json')
+  const stored: Record<string, string> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {}
+  let changed = false
+  for (const name of missing) {
+    if (!stored[name]) {
+      stored[name] = generateSecret(name)
+      changed = true
+    }
+  }
+  if (changed) {
+    mkdirSync(dataDir, { recursive: true })
+    writeFileSync(file, JSON.stringify(stored, null, 2) + '\n', { mode: 0o600 })
+    chmodSync(file, 0o600)
+  }
+  return stored
+}
+
+/** Reads and checks the environment. Throws a ConfigError that names the first bad variable. */
+export function loadConfig (rawEnv: Record<string, string | undefined> = process.env): Config {
+  const env = checkShape(rawEnv)
+  const nodeEnv = (env.NODE_ENV ?? 'development') as Config['nodeEnv']
+  const port = Number(env.PORT ?? 3000)
+  const host = env.HOST ?? '127.0.0.1'
+  const dataDir = resolve(env.DATA_DIR ?? './data')
+  const hostForUrl = host.includes(':') ? `[${host}]` : host
+  const defaultBase = `http://${hostForUrl}:${port}`
+
+  const missing = SECRET_NAMES.filter(name => !env[name])
+  if (nodeEnv === 'production') {
+    if (missing.length > 0) throw new ConfigError(missing[0]!, 'is required in production (generated development keys are refused)')
+    if (!env.DATABASE_URL) throw new ConfigError('DATABASE_URL', 'is required in production (the embedded database is for development)')
+  }
+  const generated = loadOrGenerateSecrets(dataDir, missing)
+  const secret = (name: SecretName): string => env[name] ?? generated[name]!
+
+  const webhookSecretKey = decodeKey32(secret('WEBHOOK_SECRET_KEY'))
+  if (!webhookSecretKey) throw new ConfigError('WEBHOOK_SECRET_KEY', 'must be 32 bytes, written in hex or base64')
+
+  const mcpBaseUrl = (env.MCP_BASE_URL ?? defaultBase).replace(/\/+$/, '')
+  const origins = env.MCP_ALLOWED_ORIGINS?.split(',').map(s => s.trim()).filter(Boolean) ?? [new URL(mcpBaseUrl).origin]
+  for (const origin of origins) {
+    if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new ConfigError('MCP_ALLOWED_ORIGINS', `must list origins like https://host:port (got ${JSON.stringify(origin)})`)
+  }
+  if (env.WEBHOOK_CA_FILE && !existsSync(env.WEBHOOK_CA_FILE)) {
+    throw new ConfigError('WEBHOOK_CA_FILE', `names a file that does not exist (${JSON.stringify(env.WEBHOOK_CA_FILE)})`)
+  }
+
+  return {
+    port,
+    host,
+    databaseUrl: env.DATABASE_URL,
+    dataDir,
+    embeddedDataDir: join(dataDir, 'pglite'),
+    publicBaseUrl: (env.PUBLIC_BASE_URL ?? defaultBase).replace(/\/+$/, ''),
+    mcpBaseUrl,
+    tokenSigningKey: checkSigningKey(secret('TOKEN_SIGNING_KEY')),
+    userSessionSecret: secret('USER_SESSION_SECRET'),
+    webhookSecretKey,
+    eventsToken: secret('EVENTS_TOKEN'),
+    redisUrl: env.REDIS_URL,
+    webhookAllowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true' || env.WEBHOOK_ALLOW_PRIVATE_TARGETS === '1',
+    webhookCaFile: env.WEBHOOK_CA_FILE,
+    publicRateLimit: Number(env.PUBLIC_RATE_LIMIT ?? 600),
+    mcpRateLimitIp: Number(env.MCP_RATE_LIMIT_IP ?? 120),
+    mcpRateLimitSession: Number(env.MCP_RATE_LIMIT_SESSION ?? 60),
+    mcpSessionIdleMinutes: Number(env.MCP_SESSION_IDLE_MINUTES ?? 30),
+    webhookRetrySchedule: (env.WEBHOOK_RETRY_SCHEDULE ?? '5,300,1800,7200,18000,36000,36000').split(',').map(Number),
+    webhookDisableAfterFailures: Number(env.WEBHOOK_DISABLE_AFTER_FAILURES ?? 20),
+    webhookDisableAfterHours: Number(env.WEBHOOK_DISABLE_AFTER_HOURS ?? 24),
+    mcpAllowedOrigins: origins,
+    logLevel: env.LOG_LEVEL ?? 'info',
+    nodeEnv,
+    generatedSecrets: missing
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+  }
+}
+
+/** Decorates the already-checked configuration as `app.config`. */
+export default fp<{ config: Config }>(async (app, opts) => {
+  app.decorate('config', opts.config)
+}, { name: 'config' })

@@ -1,0 +1,31 @@
+import { mkdirSync } from 'node:fs'
+import { PGlite } from '@electric-sql/pglite'
+import type { Db, Queryable } from './types.js'
+
+/** PGlite: Postgres compiled to WebAssembly, in this process, on one connection. Notifications never drop. */
+export async function createEmbedded (dataDir: string): Promise<Db> {
+  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true })
+  const pglite = await PGlite.create(dataDir)
+  const queryable = (q: Pick<PGlite, 'query'>): Queryable => ({
+    async query<T> (sql: string, params?: unknown[]) {
+      const res = await q.query<T>(sql, params)
+      return res.rows
+    }
+  })
+  return {
+    kind: 'embedded',
+    ...queryable(pglite),
+    tx: fn => pglite.transaction(tx => fn(queryable(tx))),
+    async exec (sql) { await pglite.exec(sql) },
+    async withAdvisoryLock (_key, fn) {
+      // One process owns the embedded database, so there is nobody to race with.
+      return fn({ ...queryable(pglite), exec: async (sql: string) => { await pglite.exec(sql) } })
+    },
+    async listen (channel, onMessage) {
+      await pglite.listen(channel, onMessage)
+    },
+    onNotificationsLost () {},
+    notificationsHealthy: true,
+    async close () { await pglite.close() }
+  }
+}

@@ -1,0 +1,125 @@
+import fp from 'fastify-plugin'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { ErrorBody } from '../schemas/errors.js'
+
+type Extra = Omit<ErrorBody, 'error' | 'message'>
+
+/** An error the client caused or must know about. The only way any part of the service answers with an error. */
+export class ApiError extends Error {
+  constructor (
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Extra = {},
+    readonly headers: Record<string, string> = {}
+  ) {
+    super(message)
+    this.name = 'ApiError'
+  }
+
+  body (): ErrorBody {
+    return { error: this.code, message: this.message, ...this.extra }
+  }
+}
+
+const quote = (s: string): string => s.replace(/["\\]/g, '\\$&')
+
+/** A 401 on the public surface, with the RFC 6750 challenge the contract prescribes. */
+function publicUnauthorized (code: string, message: string): ApiError {
+  return new ApiError(401, code, message, {}, {
+    'www-authenticate': `Bearer realm="public", error="invalid_token", error_description="${quote(message)}"`
+  })
+}
+
+/** RFC 6749 section 5.2 errors: `error_description` for OAuth clients, `message` like every other error body. */
+function oauthError (status: number, code: string, message: string, headers: Record<string, string> = {}): ApiError {
+  return new ApiError(status, code, message, { error_description: message }, { 'cache-control': 'no-store', pragma: 'no-cache', ...headers })
+}
+
+/** The error catalog: every error body the service can send is built here. */
+export const errors = {
+  // Public pipeline (contract 3.4), in its order.
+  missingBearer: () => new ApiError(401, 'invalid_token', 'Missing bearer token.', {}, { 'www-authenticate': 'Bearer realm="public"' }),
+  invalidAccessToken: () => publicUnauthorized('invalid_token', 'Invalid access token.'),
+  accessTokenExpired: () => publicUnauthorized('invalid_token', 'Access token expired.'),
+  apiKeyDisabled: () => publicUnauthorized('invalid_client', "The app's API key is disabled."),
+  installNotActive: () => publicUnauthorized('invalid_token', 'Install is not active.'),
+  tenantMismatch: () => new ApiError(403, 'tenant_mismatch', "Path tenant does not match the token's tenant."),
+  insufficientScope: (required: string[], missing: string[]) => new ApiError(403, 'insufficient_scope',
+    `Missing scope: ${missing.join(', ')}`, { required }, { 'www-authenticate': `Bearer error="insufficient_scope", scope="${required.join(' ')}"` }),
+  notImplemented: (method: string, route: string) => new ApiError(501, 'not_implemented', `${method} ${route} is not implemented yet.`),
+  rateLimited: (retryAfterSeconds: number) => new ApiError(429, 'rate_limited', 'Rate limit exceeded.', {}, { 'retry-after': String(retryAfterSeconds) }),
+
+  // Internal user surface.
+  marketplaceTokenOnUserRoute: () => new ApiError(401, 'invalid_token', 'Marketplace app tokens cannot be used on user routes.'),
+  missingUserSession: () => new ApiError(401, 'invalid_token', 'Missing user session.', {}, { 'www-authenticate': 'Bearer realm="user"' }),
+  invalidUserSession: () => new ApiError(401, 'invalid_token', 'Invalid or expired user session.', {}, { 'www-authenticate': 'Bearer realm="user", error="invalid_token"' }),
+  notMemberOfTenant: () => new ApiError(403, 'forbidden', 'You do not belong to this organisation or entity.'),
+  crossSiteRequest: () => new ApiError(403, 'forbidden', 'Cross-site form submissions are not accepted.'),
+  unknownScope: (unknown: string[]) => new ApiError(400, 'unknown_scope', `Unknown scope: ${unknown.join(', ')}`, { unknown }),
+  conflict: (message: string) => new ApiError(409, 'conflict', message),
+  invalidRedirectUri: (message: string) => new ApiError(400, 'invalid_redirect_uri', message),
+
+  // OAuth (RFC 6749 codes).
+  oauthInvalidRequest: (message: string) => oauthError(400, 'invalid_request', message),
+  oauthInvalidClient: (message = 'Client authentication failed.', basic = false) =>
+    oauthError(401, 'invalid_client', message, basic ? { 'www-authenticate': 'Basic realm="oauth"' } : {}),
+  oauthInvalidGrant: (message: string) => oauthError(400, 'invalid_grant', message),
+  oauthUnsupportedGrantType: () => oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.'),
+
+  // Generic (contract section 4).
+  notFound: (message = 'Not found.') => new ApiError(404, 'not_found', message),
+  validation: (details: NonNullable<ErrorBody['details']>, message = 'Request validation failed.') =>
+    new ApiError(400, 'validation_error', message, { details }),
+  unsupportedMediaType: (contentType: string | undefined) => new ApiError(415, 'unsupported_media_type',
+    `Content-Type ${contentType ? JSON.stringify(contentType) : '(none)'} is not supported; send application/json.`),
+  payloadTooLarge: (limit: number) => new ApiError(413, 'payload_too_large', `Request body is larger than ${limit} bytes.`),
+  internal: () => new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged; try again later.')
+}
+
+export function sendError (reply: FastifyReply, err: ApiError): FastifyReply {
+  return reply.code(err.statusCode).headers(err.headers).send(err.body())
+}
+
+/** Maps whatever was thrown to a catalog error. Anything unforeseen is logged in full and answered as a bare 500. */
+function toApiError (err: FastifyError & { validationContext?: string }, request: FastifyRequest, bodyLimit: number): ApiError {
+  if (err instanceof ApiError) return err
+  if (err.validation) {
+    return errors.validation(err.validation.map(v => ({
+      location: err.validationContext ?? 'body',
+      path: v.instancePath || '/',
+      message: v.keyword === 'additionalProperties'
+        ? `unknown field ${JSON.stringify((v.params as { additionalProperty?: string }).additionalProperty)}`
+        : v.message ?? 'is invalid'
+    })))
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': return errors.payloadTooLarge(bodyLimit)
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return errors.unsupportedMediaType(request.headers['content-type'])
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return errors.validation([{ location: 'body', path: '/', message: 'body is empty' }], 'Request body must be a JSON object.')
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return errors.validation([{ location: 'body', path: '/', message: 'body is not valid JSON' }], 'Request body is not valid JSON.')
+  }
+  if (err instanceof SyntaxError || (err as { type?: string }).type === 'entity.parse.failed') {
+    return errors.validation([{ location: 'body', path: '/', message: 'body is not valid JSON' }], 'Request body is not valid JSON.')
+  }
+  if (err.statusCode === 400) {
+    return errors.validation([{ location: 'request', path: '/', message: err.message }], 'The request is malformed.')
+  }
+  return errors.internal()
+}
+
+/** The one error handler and the one not-found handler. */
+export default fp(async (app) => {
+  const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const apiError = toApiError(err, request, bodyLimit)
+    if (apiError.statusCode >= 500) request.log.error({ err }, 'request failed')
+    return sendError(reply, apiError)
+  })
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0]
+    return sendError(reply, errors.notFound(`No route ${request.method} ${path}.`))
+  })
+}, { name: 'errors' })

@@ -1,0 +1,14 @@
+import { Type } from '@sinclair/typebox'
+
+export const Health = Type.Object({
+  status: Type.Literal('ok'),
+  version: Type.String(),
+  active_sessions: Type.Integer({ description: 'Open MCP sessions on this instance.' }),
+  uptime_s: Type.Integer()
+})
+
+export const Readiness = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('unavailable')]),
+  database: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
+  shutting_down: Type.Boolean()
+})

@@ -1,0 +1,18 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+/** GET /public/v1/me (spec 2.2). */
+export const Identity = Type.Object({
+  install_id: Type.String(),
+  client_id: Type.String(),
+  app_slug: Type.String(),
+  org_ref_id: Type.String(),
+  entity_ref_id: Type.String(),
+  scopes: Type.Array(Type.String(), { description: 'Scopes granted at install consent, as the service holds them now.' })
+}, { $id: 'Identity', title: 'Identity', additionalProperties: false })
+export type Identity = Static<typeof Identity>
+
+/** The tenant prefix of every tenant-scoped route. */
+export const TenantParams = Type.Object({
+  orgId: Type.String({ description: 'Must equal the token\'s org_ref_id.' }),
+  entityId: Type.String({ description: 'Must equal the token\'s entity_ref_id.' })
+})

@@ -1,0 +1,67 @@
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig, type Config } from './plugins/config.js'
+
+const SHUTDOWN_GRACE_MS = 10_000
+
+function newcomerBanner (config: Config, url: string): string {
+  const lines = [
+    '',
+    `marketplace-gateway is listening on ${url}`,
+    `  health          ${url}/health`,
+    `  API docs        ${url}/docs  (OpenAPI: ${url}/public/v1/openapi.json)`,
+    `  database        ${config.databaseUrl ? 'Postgres (DATABASE_URL)' : `embedded, in ${config.embeddedDataDir}`}`
+  ]
+  if (config.generatedSecrets.length > 0) {
+    lines.push(`  dev secrets     generated into ${config.dataDir}/dev-secrets.json (${config.generatedSecrets.join(', ')})`)
+  }
+  lines.push(
+    '',
+    'Next: sign a development user session and register an app; README.md walks through the whole install flow:',
+    `  TOKEN=$(npx marketplace-gateway user-token --sub dev-user --org org_1 --entity ent_1)`,
+    `  curl -s ${url}/apps -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' \\`,
+    `    -d '{"slug":"my-app","name":"My App","redirect_uris":["https://example.com/callback"],"scopes":["invoices:read"]}'`,
+    ''
+  )
+  return lines.join('\n')
+}
+
+/** Config → app → listen, and a graceful stop on SIGTERM/SIGINT. */
+export async function serve (config: Config): Promise<void> {
+  const app = await buildApp(config)
+  let closing = false
+  const shutdown = (signal: string): void => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down')
+    const timer = setTimeout(() => {
+      app.log.error('shutdown took too long; exiting')
+      process.exit(1)
+    }, SHUTDOWN_GRACE_MS)
+    timer.unref()
+    app.close().then(() => process.exit(0), err => {
+      app.log.error({ err }, 'shutdown failed')
+      process.exit(1)
+    })
+  }
+  process.once('SIGTERM', () => shutdown('SIGTERM'))
+  process.once('SIGINT', () => shutdown('SIGINT'))
+
+  await app.listen({ port: config.port, host: config.host })
+  const address = app.server.address()
+  const port = typeof address === 'object' && address ? address.port : config.port
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host
+  const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`
+  if (config.nodeEnv !== 'production') process.stdout.write(newcomerBanner(config, url) + '\n')
+}
+
+export function loadConfigOrExit (env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return loadConfig(env)
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(err.message + '\n')
+      process.exit(1)
+    }
+    throw err
+  }
+}

@@ -1,0 +1,135 @@
+import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { buildApp, type AppInstance, type BuildOptions } from '../app.js'
+import { loadConfig, type Config } from '../plugins/config.js'
+
+type Test = { teardown(fn: () => unknown): void }
+
+// One RSA key for the whole test process: generating one per app would dominate the run time.
+const SIGNING_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+export const ISSUER = 'http://gateway.test'
+export const REDIRECT_URI = 'https://app.example.com/callback'
+
+/** Configuration for a test: the database under test (DATABASE_URL, else in-memory embedded), quiet logs. */
+export function testConfig (t: Test, env: Record<string, string | undefined> = {}): Config {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-test-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATA_DIR: dataDir,
+    DATABASE_URL: process.env.DATABASE_URL,
+    LOG_LEVEL: 'silent',
+    PUBLIC_BASE_URL: ISSUER,
+    TOKEN_SIGNING_KEY: SIGNING_KEY,
+    ...env
+  })
+  return config.databaseUrl ? config : { ...config, embeddedDataDir: 'memory://' }
+}
+
+/** Builds the app for one test and closes it when the test ends. */
+export async function build (t: Test, env: Record<string, string | undefined> = {}, opts: BuildOptions = {}): Promise<AppInstance> {
+  const app = await buildApp(testConfig(t, env), opts)
+  t.teardown(() => app.close())
+  await app.ready()
+  return app
+}
+
+export const unique = (prefix: string): string => `${prefix}_${randomUUID().slice(0, 8)}`
+
+export function pkcePair (): { verifier: string, challenge: string } {
+  const verifier = randomBytes(32).toString('base64url')
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') }
+}
+
+export interface Installed {
+  userToken: string
+  orgRefId: string
+  entityRefId: string
+  clientId: string
+  clientSecret: string
+  appSlug: string
+  installId: string
+  accessToken: string
+  refreshToken: string
+  ownerToken: string
+}
+
+export interface InstallOptions {
+  scopes?: string[]
+  appScopes?: string[]
+  orgRefId?: string
+  entityRefId?: string
+  /** Install an existing app instead of registering a new one. */
+  app?: { clientId: string, clientSecret: string, appSlug: string, ownerToken: string }
+}
+
+
+/** The whole journey through the public surfaces: register an app, consent, exchange the code. */
+export async function install (app: AppInstance, opts: InstallOptions = {}): Promise<Installed> {
+  const orgRefId = opts.orgRefId ?? unique('org')
+  const entityRefId = opts.entityRefId ?? unique('ent')
+  const userToken = app.userSessions.sign({ sub: unique('user'), orgRefId, entityRefIds: [entityRefId] })
+
+  let registered = opts.app
+  if (!registered) {
+    const ownerToken = app.userSessions.sign({ sub: unique('dev'), orgRefId: unique('devorg'), entityRefIds: [] })
+    const slug = unique('app').replace(/_/g, '-')
+    const res = await app.inject({
+      method: 'POST',
+      url: '/apps',
+      headers: { authorization: `Bearer ${ownerToken}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ slug, name: 'Test App', redirect_uris: [REDIRECT_URI], scopes: opts.appScopes ?? ['invoices:read', 'bills:read', 'customers:read'] })
+    })
+    if (res.statusCode !== 201) throw new Error(`register app: ${res.statusCode} ${res.body}`)
+    const created = res.json()
+    registered = { clientId: created.client_id, clientSecret: created.client_secret, appSlug: slug, ownerToken }
+  }
+
+  const { verifier, challenge } = pkcePair()
+  const decision = await app.inject({
+    method: 'POST',
+    url: '/oauth/authorize',
+    headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({
+      client_id: registered.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: (opts.scopes ?? opts.appScopes ?? ['invoices:read', 'bills:read', 'customers:read']).join(' '),
+      state: 'xyz',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      org_ref_id: orgRefId,
+      entity_ref_id: entityRefId,
+      decision: 'allow'
+    })
+  })
+  if (decision.statusCode !== 302) throw new Error(`authorize: ${decision.statusCode} ${decision.body}`)
+  const code = new URL(decision.headers.location as string).searchParams.get('code')
+  const tokens = await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+      client_id: registered.clientId,
+      client_secret: registered.clientSecret
+    })
+  })
+  if (tokens.statusCode !== 200) throw new Error(`token: ${tokens.statusCode} ${tokens.body}`)
+  const t = tokens.json()
+  return {
+    userToken,
+    orgRefId,
+    entityRefId,
+    ...registered,
+    installId: t.install_id,
+    accessToken: t.access_token,
+    refreshToken: t.refresh_token
+  }
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
