@@ -23,3 +23,19 @@ export function safeEqual (a: string, b: string): boolean {
 export function pkceChallenge (verifier: string): string {
   return createHash('sha256').update(verifier, 'ascii').digest('base64url')
 }
+
+/** RFC 9562 UUIDv7: the first 48 bits are the Unix time in milliseconds, the rest random. */
+export function uuidv7 (unixMs: number): string {
+  const b = randomBytes(16)
+  b.writeUIntBE(unixMs, 0, 6)
+  b[6] = (b[6]! & 0x0f) | 0x70
+  b[8] = (b[8]! & 0x3f) | 0x80
+  const h = b.toString('hex')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+}
+
+/** The millisecond timestamp of a UUIDv7, or undefined for anything else. */
+export function uuidv7Time (id: string): number | undefined {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(id)) return undefined
+  return parseInt(id.slice(0, 8) + id.slice(9, 13), 16)
+}

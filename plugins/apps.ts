@@ -114,7 +114,7 @@ export default fp(async (app) => {
             `update apps set api_key_enabled = true where client_id = $1 and owner_sub = $2 returning ${COLUMNS}`,
             [clientId, ownerSub])
           : await q.query<Row>(
-            `update apps set api_key_enabled = false, key_disabled_at = now()
+            `update apps set api_key_enabled = false, key_disabled_at = clock_timestamp()
               where client_id = $1 and owner_sub = $2 returning ${COLUMNS}`,
             [clientId, ownerSub])
         return row && toApp(row)

@@ -133,11 +133,12 @@ export default fp(async (app) => {
   async function issueTokens (q: Queryable, install: Install, codeHash: string): Promise<TokenResponse & { hash: string }> {
     const refreshToken = randomToken('mrt_')
     const hash = sha256(refreshToken)
-    await q.query(
-      `insert into refresh_tokens (token_hash, install_id, client_id, code_hash, expires_at)
-       values ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
-      [hash, install.installId, install.clientId, codeHash, REFRESH_TTL_S])
-    const accessToken = app.accessTokens.issue(install)
+    const [{ issued_ms: issuedMs }] = await q.query<{ issued_ms: number }>(
+      `insert into refresh_tokens (token_hash, install_id, client_id, code_hash, created_at, expires_at)
+       values ($1, $2, $3, $4, clock_timestamp(), clock_timestamp() + make_interval(secs => $5))
+       returning (extract(epoch from created_at) * 1000)::float8 as issued_ms`,
+      [hash, install.installId, install.clientId, codeHash, REFRESH_TTL_S]) as [{ issued_ms: number }]
+    const accessToken = app.accessTokens.issue(install, Math.floor(issuedMs))
     return {
       hash,
       access_token: accessToken,

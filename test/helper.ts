@@ -8,7 +8,7 @@ import { loadConfig, type Config } from '../plugins/config.js'
 type Test = { teardown(fn: () => unknown): void }
 
 // One RSA key for the whole test process: generating one per app would dominate the run time.
-const SIGNING_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+export const SIGNING_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
 export const ISSUER = 'http://gateway.test'
 export const REDIRECT_URI = 'https://app.example.com/callback'
 

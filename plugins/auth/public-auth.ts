@@ -40,7 +40,7 @@ export default fp(async (app) => {
           state.entityRefId !== claims.entity_ref_id) {
         throw errors.invalidAccessToken()
       }
-      if (!state.apiKeyEnabled || (state.keyDisabledAt !== null && claims.iat * 1000 <= state.keyDisabledAt)) {
+      if (!state.apiKeyEnabled || (state.keyDisabledAt !== null && claims.issuedAtMs <= state.keyDisabledAt)) {
         throw errors.apiKeyDisabled()
       }
       if (state.status !== 'active') throw errors.installNotActive()

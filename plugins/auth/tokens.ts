@@ -1,6 +1,7 @@
-import { createHash, createPublicKey, randomUUID } from 'node:crypto'
+import { createHash, createPublicKey } from 'node:crypto'
 import fp from 'fastify-plugin'
 import fastifyJwt, { type JWT } from '@fastify/jwt'
+import { uuidv7, uuidv7Time } from '../../lib/crypto.js'
 import { errors } from '../errors.js'
 
 export const ACCESS_TOKEN_AUDIENCE = 'marketplace_app'
@@ -18,8 +19,12 @@ export interface AccessClaims {
   scope: string
   iat: number
   exp: number
+  /** A UUIDv7 whose timestamp is the issue time in milliseconds, on the database clock. */
   jti: string
 }
+
+/** Verified claims, plus the precise issue time that `iat` (whole seconds) cannot give. */
+export type VerifiedClaims = AccessClaims & { issuedAtMs: number }
 
 export interface TokenSubject {
   installId: string
@@ -34,9 +39,13 @@ declare module 'fastify' {
     accessTokens: {
       readonly kid: string
       readonly jwks: { keys: Array<Record<string, unknown>> }
-      issue(subject: TokenSubject): string
+      /**
+       * `issuedAtMs` comes from the database clock, the same clock that stamps a key disable, so that
+       * "issued before the last disable" is decided without clock skew between instances.
+       */
+      issue(subject: TokenSubject, issuedAtMs: number): string
       /** Rows 2 and 3 of the public pipeline: throws the catalog error, or returns the claims. */
-      verify(token: string): AccessClaims
+      verify(token: string): VerifiedClaims
     }
   }
 }
@@ -76,8 +85,8 @@ export default fp(async (app) => {
   app.decorate('accessTokens', {
     kid,
     jwks: { keys: [{ ...publicJwk, kid, use: 'sig', alg: 'RS256' }] },
-    issue (s: TokenSubject) {
-      const iat = Math.floor(Date.now() / 1000)
+    issue (s: TokenSubject, issuedAtMs: number) {
+      const iat = Math.floor(issuedAtMs / 1000)
       return jwt.sign({
         sub: s.installId,
         client_id: s.clientId,
@@ -86,10 +95,10 @@ export default fp(async (app) => {
         scope: s.scopes.join(' '),
         iat,
         exp: iat + ACCESS_TOKEN_TTL_S,
-        jti: randomUUID()
+        jti: uuidv7(issuedAtMs)
       })
     },
-    verify (token: string): AccessClaims {
+    verify (token: string): VerifiedClaims {
       let decoded: { header: { typ?: unknown, kid?: unknown }, payload: Record<string, unknown> }
       try {
         decoded = jwt.verify(token)
@@ -101,8 +110,10 @@ export default fp(async (app) => {
           !isString(c.org_ref_id) || !isString(c.entity_ref_id) || typeof c.iat !== 'number' || typeof c.exp !== 'number') {
         throw errors.invalidAccessToken()
       }
+      const issuedAtMs = typeof c.jti === 'string' ? uuidv7Time(c.jti) : undefined
+      if (issuedAtMs === undefined) throw errors.invalidAccessToken()
       if (c.exp * 1000 <= Date.now()) throw errors.accessTokenExpired()
-      return c as unknown as AccessClaims
+      return { ...(c as unknown as AccessClaims), issuedAtMs }
     }
   })
 }, { name: 'access-tokens', dependencies: ['config'] })

@@ -1,0 +1,225 @@
+/**
+ * Benchmark (issue 2): `GET /public/v1/me` of the real app on real Postgres, against a bare Fastify route that
+ * answers the same JSON under the same logger settings.
+ *
+ *   npx tsx bench/me.ts            (or: npm run bench)
+ *
+ * Needs Postgres at 127.0.0.1:5432 with trust auth for user `postgres`: a fresh database `mg_bench_<random>` is
+ * created for the run and dropped at the end. Environment:
+ *
+ *   BENCH_DATABASE_URL   use this database as it is instead (migrated, never dropped)
+ *   BENCH_ADMIN_URL      where to create the fresh database (default postgres://postgres@127.0.0.1:5432/postgres)
+ *   BENCH_SECONDS        seconds of measurement per side (default 10)
+ *   BENCH_WARMUP         seconds of warm-up per side (default 2)
+ *   BENCH_CONNECTIONS    concurrent connections (default 50)
+ *   BENCH_WORKERS        autocannon worker threads (default 1; 0 runs the load generator on the servers' thread)
+ *
+ * Both servers listen on 127.0.0.1 in this process. By default autocannon runs in one worker thread, so the load
+ * generator has its own event loop (it still competes with the servers and Postgres for the machine's cores;
+ * both sides face the same conditions, so the ratio is fair). Order: warm up both, bare, /me, each measured once.
+ *
+ * Logging on both sides: `loggerOptions('info', discardingStream)` from plugins/request-log.ts and that plugin's
+ * one JSON line per request (onResponse, level info), Fastify's own request logging off, the same genReqId.
+ * The lines are serialised exactly as in production and then thrown away.
+ *
+ * Prints req/s (autocannon's mean of per-second counts), p50 and p99 of each side (autocannon records whole
+ * milliseconds), the ratio, and PASS/MISS per target (ratio >= 0.5, p99 of /me <= 25 ms).
+ * Exits non-zero only when the run itself fails (setup error, or a side that answered anything but the expected
+ * 200 body, which would make its figures meaningless) — never for a missed target.
+ */
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import autocannon from 'autocannon'
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import pg from 'pg'
+import { buildApp, type AppInstance } from '../app.js'
+import { loadConfig } from '../plugins/config.js'
+import requestLog, { genReqId, loggerOptions } from '../plugins/request-log.js'
+import { install } from '../test/helper.js'
+
+const SECONDS = positiveInt('BENCH_SECONDS', 10)
+const WARMUP = positiveInt('BENCH_WARMUP', 2, true)
+const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50)
+const WORKERS = positiveInt('BENCH_WORKERS', 1, true)
+const LOG_LEVEL = 'info'
+const PATH = '/public/v1/me'
+const TARGET_RATIO = 0.5
+const TARGET_P99_MS = 25
+
+function positiveInt (name: string, fallback: number, zeroOk = false): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) throw new Error(`${name} must be an integer ${zeroOk ? '>= 0' : '>= 1'} (got ${JSON.stringify(raw)})`)
+  return n
+}
+
+/** A log destination that accepts and drops everything: logging is paid for up to the write. */
+const discard = (): Writable => new Writable({ write (_chunk, _encoding, cb) { cb() } })
+
+interface Side {
+  name: string
+  url: string
+  headers: Record<string, string>
+  body: string
+}
+
+interface Figures {
+  rps: number
+  p50: number
+  p99: number
+  total: number
+  duration: number
+}
+
+/** One autocannon run; throws if any answer was not the expected 200 body. */
+async function load (side: Side, seconds: number): Promise<Figures> {
+  const result = await autocannon({
+    url: side.url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    headers: side.headers,
+    expectBody: side.body,
+    ...(WORKERS > 0 ? { workers: WORKERS } : {})
+  })
+  const bad = result.non2xx + result.errors + result.timeouts + result.mismatches
+  if (bad > 0 || result.requests.total === 0) {
+    throw new Error(`${side.name}: ${result.requests.total} answers, ${result.non2xx} non-2xx, ${result.errors} errors, ` +
+      `${result.timeouts} timeouts, ${result.mismatches} unexpected bodies`)
+  }
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    total: result.requests.total,
+    duration: result.duration
+  }
+}
+
+/** The baseline: plain Fastify, the same logger, the same per-request log line, a handler returning a constant. */
+async function buildBare (body: unknown): Promise<FastifyInstance> {
+  const bare = Fastify({
+    logger: loggerOptions(LOG_LEVEL, discard()),
+    logController: new LogController({ disableRequestLogging: true }),
+    requestIdHeader: false,
+    genReqId
+  })
+  await bare.register(requestLog)
+  bare.get(PATH, async () => body)
+  return bare
+}
+
+async function listen (app: FastifyInstance | AppInstance): Promise<string> {
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const address = app.server.address()
+  if (!address || typeof address === 'string') throw new Error('no TCP address')
+  return `http://127.0.0.1:${address.port}${PATH}`
+}
+
+const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+const verdict = (ok: boolean): string => ok ? 'PASS' : 'MISS'
+
+async function main (): Promise<void> {
+  const cleanups: Array<() => Promise<void> | void> = []
+  try {
+    // Database: a fresh one unless told otherwise.
+    let databaseUrl = process.env.BENCH_DATABASE_URL
+    if (!databaseUrl) {
+      const adminUrl = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+      const name = `mg_bench_${randomBytes(4).toString('hex')}`
+      const admin = new pg.Client({ connectionString: adminUrl })
+      await admin.connect()
+      await admin.query(`create database ${pg.escapeIdentifier(name)}`)
+      await admin.end()
+      cleanups.push(async () => {
+        const c = new pg.Client({ connectionString: adminUrl })
+        await c.connect()
+        await c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`)
+        await c.end()
+      })
+      const url = new URL(adminUrl)
+      url.pathname = `/${name}`
+      databaseUrl = url.toString()
+    }
+
+    const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-'))
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    const config = loadConfig({
+      NODE_ENV: 'test',
+      DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL,
+      // Per install and minute; the schema's maximum, far above what one install sends here.
+      PUBLIC_RATE_LIMIT: '1000000'
+    })
+
+    const app = await buildApp(config, { logStream: discard() })
+    cleanups.push(() => app.close())
+    await app.ready()
+
+    const installed = await install(app)
+    const headers = { authorization: `Bearer ${installed.accessToken}` }
+    const probe = await app.inject({ method: 'GET', url: PATH, headers })
+    if (probe.statusCode !== 200) throw new Error(`GET ${PATH}: ${probe.statusCode} ${probe.body}`)
+    const identity: unknown = probe.json()
+
+    const bare = await buildBare(identity)
+    cleanups.push(() => bare.close())
+    const bareSide: Side = { name: 'bare', url: await listen(bare), headers, body: probe.body }
+    const meSide: Side = { name: '/me', url: await listen(app), headers, body: probe.body }
+    const check = await fetch(bareSide.url, { headers })
+    if (await check.text() !== probe.body) throw new Error('the bare route does not answer the same body as /me')
+
+    const cpu = cpus()
+    console.log(`marketplace-gateway bench: GET ${PATH} vs bare Fastify`)
+    console.log(`  ${CONNECTIONS} connections, ${SECONDS} s per side (warm-up ${WARMUP} s each), ` +
+      `autocannon ${WORKERS > 0 ? `in ${WORKERS} worker thread(s)` : 'on the main thread'}, LOG_LEVEL ${LOG_LEVEL} on both`)
+    console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), Postgres ${new URL(databaseUrl).host}`)
+    console.log(`  body: ${probe.body}`)
+
+    if (WARMUP > 0) {
+      process.stdout.write('warming up… ')
+      await load(bareSide, WARMUP)
+      await load(meSide, WARMUP)
+      process.stdout.write('done\n')
+    }
+    process.stdout.write(`bare for ${SECONDS} s… `)
+    const b = await load(bareSide, SECONDS)
+    process.stdout.write(`done\n/me for ${SECONDS} s… `)
+    const m = await load(meSide, SECONDS)
+    process.stdout.write('done\n\n')
+
+    const ratio = m.rps / b.rps
+    const rows = [
+      ['side', 'req/s', 'p50 ms', 'p99 ms', 'requests'],
+      ['bare Fastify', fmt(b.rps), fmt(b.p50), fmt(b.p99), fmt(b.total)],
+      ['GET /public/v1/me', fmt(m.rps), fmt(m.p50), fmt(m.p99), fmt(m.total)]
+    ]
+    const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
+    for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
+    console.log('')
+    console.log(`  ratio (me / bare) ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ${verdict(ratio >= TARGET_RATIO)}`)
+    console.log(`  p99 of /me        ${fmt(m.p99)} ms  target <= ${TARGET_P99_MS} ms  ${verdict(m.p99 <= TARGET_P99_MS)}`)
+    console.log('')
+    console.log('markdown row: | ' + [new Date().toISOString().slice(0, 16).replace('T', ' '),
+      fmt(b.rps), fmt(b.p50), fmt(b.p99), fmt(m.rps), fmt(m.p50), fmt(m.p99), ratio.toFixed(3),
+      verdict(ratio >= TARGET_RATIO), verdict(m.p99 <= TARGET_P99_MS)].join(' | ') + ' |')
+  } finally {
+    // Servers first, then the database they use, then the temporary directory.
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn()
+      } catch (err) {
+        console.error('cleanup failed:', err)
+      }
+    }
+  }
+}
+
+main().then(() => process.exit(0), err => {
+  console.error('bench failed:', err)
+  process.exit(1)
+})
