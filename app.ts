@@ -60,6 +60,8 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
     return503OnClosing: true
   }).withTypeProvider<TypeBoxTypeProvider>()
   app.setValidatorCompiler(validatorCompiler())
+  // JSON everywhere (forms only on the OAuth routes): anything else is 415, not a string to validate.
+  app.removeContentTypeParser('text/plain')
 
   // Infrastructure first, then the services, then the routes.
   await app.register(configPlugin, { config })
