@@ -1,0 +1,56 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import t from 'tap'
+import { build } from './helper.js'
+
+type Operation = { responses: Record<string, unknown>, security?: Array<Record<string, string[]>> }
+
+t.test('the OpenAPI document is valid 3.1 and complete for /public/v1', async t => {
+  const app = await build(t)
+  const res = await app.inject({ method: 'GET', url: '/public/v1/openapi.json' })
+  t.equal(res.statusCode, 200)
+  const doc = res.json()
+  t.equal(doc.openapi, '3.1.0')
+
+  const validator = new Validator()
+  const result = await validator.validate(doc)
+  t.same(result.errors, undefined, 'no validation errors')
+  t.equal(result.valid, true)
+
+  t.same(doc.components.securitySchemes.accessToken, {
+    type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: doc.components.securitySchemes.accessToken.description
+  })
+
+  const T = '/public/v1/orgs/{orgId}/entities/{entityId}'
+  const expected: Record<string, { codes: string[], scopes: string[] }> = {
+    '/public/v1/me': { codes: ['200', '401', '429', '500'], scopes: [] },
+    [`${T}/invoices`]: { codes: ['401', '403', '429', '500', '501'], scopes: ['invoices:read'] },
+    [`${T}/invoices/{id}`]: { codes: ['401', '403', '429', '500', '501'], scopes: ['invoices:read'] },
+    [`${T}/bills`]: { codes: ['401', '403', '429', '500', '501'], scopes: ['bills:read'] },
+    [`${T}/customers`]: { codes: ['401', '403', '429', '500', '501'], scopes: ['customers:read'] }
+  }
+  const publicPaths = Object.keys(doc.paths).filter(p => p.startsWith('/public/v1'))
+  t.same(publicPaths.sort(), Object.keys(expected).sort(), 'every /public/v1 route, and only routes')
+  for (const [path, want] of Object.entries(expected)) {
+    const op = doc.paths[path].get as Operation
+    t.same(Object.keys(op.responses).sort(), want.codes, `${path} responses`)
+    t.same(op.security, [{ accessToken: want.scopes }], `${path} security`)
+  }
+  t.ok(doc.paths['/oauth/token'].post, 'the token endpoint is documented for app developers')
+  t.notOk(doc.paths['/apps'], 'internal user routes are not in the developer document')
+})
+
+t.test('npm run openapi writes the document without a server', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'mg-openapi-test-'))
+  const out = join(dir, 'openapi.json')
+  execFileSync(process.execPath, ['--import', 'tsx', 'cli.ts', 'openapi', '--out', out], {
+    env: { ...process.env, DATABASE_URL: '', DATA_DIR: dir, LOG_LEVEL: 'silent' },
+    stdio: 'pipe'
+  })
+  const doc = JSON.parse(readFileSync(out, 'utf8'))
+  t.equal(doc.openapi, '3.1.0')
+  t.ok(doc.paths['/public/v1/me'])
+})
