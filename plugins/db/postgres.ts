@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Db, Queryable } from './types.js'
@@ -10,6 +11,8 @@ export async function createPostgres (url: string, log: FastifyBaseLogger): Prom
   pool.on('error', err => log.warn({ err }, 'idle postgres client error'))
   await pool.query('select 1')
 
+  // Named so that operators (and tests) can tell each instance's notification connection apart.
+  const listenerName = `mg-listener-${randomUUID().slice(0, 8)}`
   const handlers = new Map<string, Set<(payload: string) => void>>()
   const lostHandlers = new Set<() => void>()
   let listener: pg.Client | undefined
@@ -24,7 +27,7 @@ export async function createPostgres (url: string, log: FastifyBaseLogger): Prom
   }
 
   async function connectListener (): Promise<void> {
-    const client = new pg.Client({ connectionString: url })
+    const client = new pg.Client({ connectionString: url, application_name: listenerName })
     client.on('notification', msg => {
       for (const fn of handlers.get(msg.channel) ?? []) fn(msg.payload ?? '')
     })
@@ -67,6 +70,7 @@ export async function createPostgres (url: string, log: FastifyBaseLogger): Prom
 
   return {
     kind: 'postgres',
+    listenerName,
     ...queryable(pool),
     async tx (fn) {
       const client = await pool.connect()

@@ -10,6 +10,8 @@ export interface Queryable {
  */
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'embedded'
+  /** Postgres `application_name` of the notification connection (Postgres only). */
+  readonly listenerName?: string
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>
   /** Runs a multi-statement script (migrations). */
   exec(sql: string): Promise<void>
