@@ -17,7 +17,8 @@ t.test('contract 3.4, row by row', async t => {
   const get = (url: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url, headers })
 
   await t.test('row 1: no bearer token', async t => {
-    for (const headers of [{}, { authorization: 'Basic Zm9vOmJhcg==' }, { authorization: 'Bearer' }, { authorization: 'Bearer ' }]) {
+    const variants: Array<Record<string, string>> = [{}, { authorization: 'Basic Zm9vOmJhcg==' }, { authorization: 'Bearer' }, { authorization: 'Bearer ' }]
+    for (const headers of variants) {
       const res = await get('/public/v1/me', headers)
       t.equal(res.statusCode, 401)
       t.same(res.json(), { error: 'invalid_token', message: 'Missing bearer token.' })
