@@ -1,0 +1,56 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { loadConfig } from '../plugins/config.js'
+
+const dataDir = () => mkdtempSync(join(tmpdir(), 'mg-config-'))
+
+t.test('a bad value stops the start with a message naming the variable', async t => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'abc' }, /^Invalid configuration: PORT must be an integer from 0 to 65535 \(got "abc"\)$/],
+    [{ PORT: '70000' }, /PORT must be an integer/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL must be a postgres:\/\/ connection string/],
+    [{ PUBLIC_BASE_URL: 'not a url' }, /PUBLIC_BASE_URL must be an absolute http\(s\) URL/],
+    [{ WEBHOOK_ALLOW_PRIVATE_TARGETS: 'yes' }, /WEBHOOK_ALLOW_PRIVATE_TARGETS must be true or false/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of/],
+    [{ WEBHOOK_RETRY_SCHEDULE: '5,x' }, /WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds/],
+    [{ TOKEN_SIGNING_KEY: 'not a pem' }, /TOKEN_SIGNING_KEY must be an RSA private key/],
+    [{ WEBHOOK_SECRET_KEY: 'c2hvcnQ=' }, /WEBHOOK_SECRET_KEY must be 32 bytes/],
+    [{ USER_SESSION_SECRET: 'short' }, /USER_SESSION_SECRET must be at least 32 characters/],
+    [{ MCP_ALLOWED_ORIGINS: 'https://ok.example,ftp://x/y' }, /MCP_ALLOWED_ORIGINS/],
+    [{ WEBHOOK_CA_FILE: '/nonexistent/ca.pem' }, /WEBHOOK_CA_FILE names a file that does not exist/]
+  ]
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig({ DATA_DIR: dataDir(), ...env }), { name: 'ConfigError', message }, JSON.stringify(env))
+  }
+})
+
+t.test('production refuses generated keys and the embedded database', async t => {
+  t.throws(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir(), DATABASE_URL: 'postgres://db/x' }),
+    { message: /TOKEN_SIGNING_KEY is required in production/ })
+  const dev = loadConfig({ DATA_DIR: dataDir() })
+  const secrets = {
+    TOKEN_SIGNING_KEY: dev.tokenSigningKey,
+    USER_SESSION_SECRET: dev.userSessionSecret,
+    WEBHOOK_SECRET_KEY: dev.webhookSecretKey.toString('hex'),
+    EVENTS_TOKEN: dev.eventsToken
+  }
+  t.throws(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir(), ...secrets }),
+    { message: /DATABASE_URL is required in production/ })
+  const prod = loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir(), DATABASE_URL: 'postgres://db/x', ...secrets })
+  t.same(prod.generatedSecrets, [])
+})
+
+t.test('development secrets are generated once and kept', async t => {
+  const dir = dataDir()
+  const a = loadConfig({ DATA_DIR: dir })
+  const b = loadConfig({ DATA_DIR: dir })
+  t.same(a.generatedSecrets, ['TOKEN_SIGNING_KEY', 'USER_SESSION_SECRET', 'WEBHOOK_SECRET_KEY', 'EVENTS_TOKEN'])
+  t.equal(a.tokenSigningKey, b.tokenSigningKey)
+  t.equal(a.userSessionSecret, b.userSessionSecret)
+  t.equal(a.webhookSecretKey.length, 32)
+  t.equal(a.publicBaseUrl, 'http://127.0.0.1:3000')
+  t.same(a.webhookRetrySchedule, [5, 300, 1800, 7200, 18000, 36000, 36000])
+  t.same(a.mcpAllowedOrigins, ['http://127.0.0.1:3000'])
+})

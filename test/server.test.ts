@@ -1,0 +1,48 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+
+function start (env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli.ts', 'serve'], {
+    env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', d => { out += d })
+  child.stderr.on('data', d => { err += d })
+  const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
+  return { child, exited, output: () => out, errors: () => err }
+}
+
+t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM', async t => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-server-'))
+  const started = performance.now()
+  const s = start({ DATA_DIR: dataDir })
+  t.teardown(() => { s.child.kill('SIGKILL') })
+  let url: string | undefined
+  while (!url && performance.now() - started < 60_000) {
+    url = s.output().match(/listening on (http:\/\/\S+)/)?.[1]
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  t.ok(url, `prints its URL (${s.errors()})`)
+  const res = await fetch(`${url}/health`)
+  t.comment(`first /health answered ${Math.round(performance.now() - started)} ms after spawn (tsx loader included)`)
+  t.equal(res.status, 200)
+  t.match(await res.json(), { status: 'ok', version: '0.7.0', active_sessions: 0 })
+  t.match(s.output(), `${url}/docs`, 'points at the docs')
+  t.match(s.output(), 'user-token', 'and at the next step')
+  t.match(s.output(), 'dev secrets', 'says the secrets were generated')
+  t.equal((await fetch(`${url}/health/ready`)).status, 200)
+
+  s.child.kill('SIGTERM')
+  t.equal(await s.exited, 0, 'exits 0 on SIGTERM')
+})
+
+t.test('a bad variable stops the start and names it', async t => {
+  const s = start({ DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-server-')), PUBLIC_RATE_LIMIT: 'lots' })
+  t.equal(await s.exited, 1)
+  t.match(s.errors(), 'Invalid configuration: PUBLIC_RATE_LIMIT must be an integer')
+})
