@@ -183,3 +183,20 @@ t.test('per-install rate limit', async t => {
   const other = await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(b.accessToken) })
   t.equal(other.statusCode, 200, 'counted per install')
 })
+
+t.test('the rate limit counts right after authentication: refusals count and carry its headers', async t => {
+  const app = await build(t, { PUBLIC_RATE_LIMIT: '2' })
+  const i = await install(app)
+  const other = `/public/v1/orgs/not-mine/entities/${i.entityRefId}/invoices`
+  const first = await app.inject({ method: 'GET', url: other, headers: bearer(i.accessToken) })
+  t.equal(first.statusCode, 403)
+  t.equal(first.headers['x-ratelimit-remaining'], '1')
+  const scope = await app.inject({ method: 'GET', url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/bills`, headers: bearer(i.accessToken) })
+  t.equal(scope.statusCode, 501)
+  t.equal(scope.headers['x-ratelimit-remaining'], '0')
+  const third = await app.inject({ method: 'GET', url: other, headers: bearer(i.accessToken) })
+  t.equal(third.statusCode, 429)
+  const anonymous = await app.inject({ method: 'GET', url: '/public/v1/me' })
+  t.equal(anonymous.statusCode, 401, 'authentication answers before the limit')
+  t.notOk(anonymous.headers['x-ratelimit-limit'])
+})
