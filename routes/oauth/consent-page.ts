@@ -14,7 +14,8 @@ export function consentHeaders (c: ConsentRequest): Record<string, string> {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
     'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
+    // same-origin, not no-referrer: under no-referrer browsers send `Origin: null` even on this same-origin post.
+    'referrer-policy': 'same-origin',
     'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ${new URL(c.redirectUri).origin}; frame-ancestors 'none'; base-uri 'none'`
   }
 }

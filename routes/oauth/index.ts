@@ -14,7 +14,9 @@ function refuseCrossSite (request: FastifyRequest, ownOrigin: string): void {
   if (request.headers.authorization) return
   const site = request.headers['sec-fetch-site']
   const origin = request.headers.origin
-  if ((site && site !== 'same-origin' && site !== 'none') || (origin && origin !== ownOrigin)) throw errors.crossSiteRequest()
+  // The browser's own verdict when it gives one; otherwise the Origin header (older browsers).
+  const crossSite = site !== undefined ? site !== 'same-origin' && site !== 'none' : origin !== undefined && origin !== ownOrigin
+  if (crossSite) throw errors.crossSiteRequest()
 }
 
 /** The OAuth endpoints (contract 3.2): consent, token, revocation, and the signing keys. */
