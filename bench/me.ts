@@ -9,29 +9,34 @@
  *
  *   BENCH_DATABASE_URL   use this database as it is instead (migrated, never dropped)
  *   BENCH_ADMIN_URL      where to create the fresh database (default postgres://postgres@127.0.0.1:5432/postgres)
- *   BENCH_SECONDS        seconds of measurement per side (default 10)
+ *   BENCH_SECONDS        seconds of measurement per side, in total (default 10)
+ *   BENCH_ROUNDS         slices each side's seconds are cut into, alternating the sides (default 5; 1 = one run each)
  *   BENCH_WARMUP         seconds of warm-up per side (default 2)
  *   BENCH_CONNECTIONS    concurrent connections (default 50)
- *   BENCH_WORKERS        autocannon worker threads (default 1; 0 runs the load generator on the servers' thread)
+ *   BENCH_INLINE=1       run autocannon on the servers' own thread instead of a worker thread
  *
- * Both servers listen on 127.0.0.1 in this process. By default autocannon runs in one worker thread, so the load
- * generator has its own event loop (it still competes with the servers and Postgres for the machine's cores;
- * both sides face the same conditions, so the ratio is fair). Order: warm up both, bare, /me, each measured once.
+ * Both servers listen on 127.0.0.1 in this process; autocannon runs in a worker thread, so the load generator has
+ * its own event loop (it still competes with the servers and Postgres for the machine's cores; both sides face the
+ * same conditions, so the ratio is fair). After a warm-up of each side, the sides are measured in alternating
+ * slices (bare, /me, /me, bare, bare, …) so that other work on the machine weighs on both alike; each side's
+ * slices are merged (requests / seconds, one latency histogram).
  *
  * Logging on both sides: `loggerOptions('info', discardingStream)` from plugins/request-log.ts and that plugin's
  * one JSON line per request (onResponse, level info), Fastify's own request logging off, the same genReqId.
  * The lines are serialised exactly as in production and then thrown away.
  *
- * Prints req/s (autocannon's mean of per-second counts), p50 and p99 of each side (autocannon records whole
+ * Prints req/s (completed requests / seconds), p50 and p99 of each side (autocannon records whole
  * milliseconds), the ratio, and PASS/MISS per target (ratio >= 0.5, p99 of /me <= 25 ms).
  * Exits non-zero only when the run itself fails (setup error, or a side that answered anything but the expected
  * 200 body, which would make its figures meaningless) — never for a missed target.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { cpus, tmpdir } from 'node:os'
+import { cpus, loadavg, tmpdir } from 'node:os'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
+import { Worker } from 'node:worker_threads'
 import autocannon from 'autocannon'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import pg from 'pg'
@@ -43,7 +48,8 @@ import { install } from '../test/helper.js'
 const SECONDS = positiveInt('BENCH_SECONDS', 10)
 const WARMUP = positiveInt('BENCH_WARMUP', 2, true)
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50)
-const WORKERS = positiveInt('BENCH_WORKERS', 1, true)
+const ROUNDS = positiveInt('BENCH_ROUNDS', 5)
+const INLINE = process.env.BENCH_INLINE === '1'
 const LOG_LEVEL = 'info'
 const PATH = '/public/v1/me'
 const TARGET_RATIO = 0.5
@@ -75,28 +81,62 @@ interface Figures {
   duration: number
 }
 
-/** One autocannon run; throws if any answer was not the expected 200 body. */
-async function load (side: Side, seconds: number): Promise<Figures> {
-  const result = await autocannon({
-    url: side.url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    headers: side.headers,
-    expectBody: side.body,
-    ...(WORKERS > 0 ? { workers: WORKERS } : {})
-  })
-  const bad = result.non2xx + result.errors + result.timeouts + result.mismatches
-  if (bad > 0 || result.requests.total === 0) {
-    throw new Error(`${side.name}: ${result.requests.total} answers, ${result.non2xx} non-2xx, ${result.errors} errors, ` +
-      `${result.timeouts} timeouts, ${result.mismatches} unexpected bodies`)
+/** What autocannon answers in a worker thread: histograms still encoded, to be merged by `aggregateResult`. */
+interface RawResult {
+  totalCompletedRequests: number
+  duration: number
+  errors: number
+  timeouts: number
+  mismatches: number
+  non2xx: number
+}
+
+const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon')
+const aggregateResult = (autocannon as unknown as {
+  aggregateResult(results: RawResult[], opts: autocannon.Options): autocannon.Result
+}).aggregateResult
+
+/**
+ * The load generator runs in a worker thread of its own (a fresh one per slice), so that it neither shares the
+ * servers' event loop nor pollutes their heap. autocannon answers raw results there, which lets the slices of one
+ * side be merged into one latency histogram.
+ */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+require(workerData.autocannon)(workerData.opts, (err, result) => {
+  if (err) parentPort.postMessage({ error: String(err && err.stack || err) })
+  else parentPort.postMessage({ result })
+})`
+
+function slice (side: Side, seconds: number): Promise<RawResult> {
+  const opts: autocannon.Options = { url: side.url, connections: CONNECTIONS, duration: seconds, headers: side.headers, expectBody: side.body }
+  if (!INLINE) {
+    return new Promise((resolve, reject) => {
+      const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { autocannon: AUTOCANNON, opts } })
+      worker.once('message', (msg: { error?: string, result?: RawResult }) => {
+        if (msg.result) resolve(msg.result)
+        else reject(new Error(`autocannon: ${msg.error}`))
+        void worker.terminate()
+      })
+      worker.once('error', reject)
+      worker.once('exit', code => reject(new Error(`load worker exited (${code}) without a result`)))
+    })
   }
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    total: result.requests.total,
-    duration: result.duration
+  return autocannon({ ...opts, skipAggregateResult: true }) as unknown as Promise<RawResult>
+}
+
+/** Merges the slices of one side; throws if any answer was not the expected 200 body. */
+function figures (side: Side, results: RawResult[]): Figures {
+  const sum = (k: keyof RawResult): number => results.reduce((n, r) => n + r[k], 0)
+  const bad = sum('non2xx') + sum('errors') + sum('timeouts') + sum('mismatches')
+  const total = sum('totalCompletedRequests')
+  if (bad > 0 || total === 0) {
+    throw new Error(`${side.name}: ${total} answers, ${sum('non2xx')} non-2xx, ${sum('errors')} errors, ` +
+      `${sum('timeouts')} timeouts, ${sum('mismatches')} unexpected bodies`)
   }
+  const merged = aggregateResult(results, { url: side.url, connections: CONNECTIONS })
+  const duration = sum('duration')
+  return { rps: total / duration, p50: merged.latency.p50, p99: merged.latency.p99, total, duration }
 }
 
 /** The baseline: plain Fastify, the same logger, the same per-request log line, a handler returning a constant. */
@@ -175,22 +215,33 @@ async function main (): Promise<void> {
 
     const cpu = cpus()
     console.log(`marketplace-gateway bench: GET ${PATH} vs bare Fastify`)
-    console.log(`  ${CONNECTIONS} connections, ${SECONDS} s per side (warm-up ${WARMUP} s each), ` +
-      `autocannon ${WORKERS > 0 ? `in ${WORKERS} worker thread(s)` : 'on the main thread'}, LOG_LEVEL ${LOG_LEVEL} on both`)
+    console.log(`  ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) (warm-up ${WARMUP} s each), ` +
+      `autocannon ${INLINE ? 'on the servers\' thread' : 'in a worker thread'}, LOG_LEVEL ${LOG_LEVEL} on both`)
     console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), Postgres ${new URL(databaseUrl).host}`)
     console.log(`  body: ${probe.body}`)
 
     if (WARMUP > 0) {
       process.stdout.write('warming up… ')
-      await load(bareSide, WARMUP)
-      await load(meSide, WARMUP)
+      figures(bareSide, [await slice(bareSide, WARMUP)])
+      figures(meSide, [await slice(meSide, WARMUP)])
       process.stdout.write('done\n')
     }
-    process.stdout.write(`bare for ${SECONDS} s… `)
-    const b = await load(bareSide, SECONDS)
-    process.stdout.write(`done\n/me for ${SECONDS} s… `)
-    const m = await load(meSide, SECONDS)
-    process.stdout.write('done\n\n')
+    // Other work on the machine moves the figures a lot on 2 cores: the 1-minute load average is shown per round.
+    const perSlice = SECONDS / ROUNDS
+    const raw = new Map<Side, RawResult[]>([[bareSide, []], [meSide, []]])
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? [bareSide, meSide] : [meSide, bareSide]
+      const parts: string[] = []
+      for (const side of order) {
+        const r = await slice(side, perSlice)
+        raw.get(side)!.push(r)
+        parts.push(`${side.name} ${fmt(r.totalCompletedRequests / r.duration)} req/s`)
+      }
+      console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
+    }
+    console.log('')
+    const b = figures(bareSide, raw.get(bareSide)!)
+    const m = figures(meSide, raw.get(meSide)!)
 
     const ratio = m.rps / b.rps
     const rows = [
@@ -220,6 +271,6 @@ async function main (): Promise<void> {
 }
 
 main().then(() => process.exit(0), err => {
-  console.error('bench failed:', err)
+  console.error('\nbench failed:', err)
   process.exit(1)
 })
