@@ -46,3 +46,22 @@ t.test('a bad variable stops the start and names it', async t => {
   t.equal(await s.exited, 1)
   t.match(s.errors(), 'Invalid configuration: PUBLIC_RATE_LIMIT must be an integer')
 })
+
+t.test('the command line: user-token and migrate', async t => {
+  const { execFileSync } = await import('node:child_process')
+  const { loadConfig } = await import('../plugins/config.js')
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
+  const run = (...args: string[]) => execFileSync(process.execPath, ['--import', 'tsx', 'cli.ts', ...args], {
+    env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'info' }, encoding: 'utf8'
+  })
+  const migrated = run('migrate')
+  t.match(migrated, /"applied":\["001_access.sql"/, 'applies the migrations')
+  t.match(run('migrate'), 'database is up to date', 'and only once')
+
+  const token = run('user-token', '--sub', 'dev-1', '--org', 'org_a', '--entity', 'ent_1', '--entity', 'ent_2').trim()
+  const { createVerifier } = await import('fast-jwt')
+  const verify = createVerifier({ key: loadConfig({ DATA_DIR: dataDir }).userSessionSecret, algorithms: ['HS256'], allowedAud: 'user_session' })
+  t.match(verify(token), { sub: 'dev-1', org_ref_id: 'org_a', entity_ref_ids: ['ent_1', 'ent_2'], aud: 'user_session' },
+    'signed with the configured secret, as the accounting system would')
+  t.throws(() => run('user-token', '--sub', 'x'), 'refuses without --org and --entity')
+})

@@ -64,7 +64,7 @@ const oauth: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const client = await app.clientAuth.authenticate(request)
     const body = request.body
-    reply.header('cache-control', 'no-store').header('pragma', 'no-cache')
+    reply.cacheControl('no-store').header('pragma', 'no-cache')
     if (!body.grant_type) throw errors.oauthInvalidRequest('grant_type is required.')
     switch (body.grant_type) {
       case 'authorization_code': return app.oauth.exchangeCode(client, body)
@@ -90,7 +90,7 @@ const oauth: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/.well-known/jwks.json', {
     schema: { tags, summary: 'Public keys that verify access tokens', response: { 200: { type: 'object', additionalProperties: true } } }
   }, async (_request, reply) => {
-    reply.header('cache-control', 'public, max-age=300')
+    reply.cacheControl('public').cacheControl('max-age', 300)
     return app.accessTokens.jwks
   })
 }
