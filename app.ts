@@ -18,12 +18,14 @@ import apps from './plugins/apps.js'
 import installs from './plugins/installs.js'
 import oauth from './plugins/oauth.js'
 import openapi from './plugins/openapi.js'
+import webhooks from './plugins/webhooks/index.js'
 import publicV1Routes from './routes/public/v1/index.js'
 import oauthRoutes from './routes/oauth/index.js'
 import appsRoutes from './routes/apps/index.js'
 import installsRoutes from './routes/installs/index.js'
 import healthRoutes from './routes/health/index.js'
 import docsRoutes from './routes/docs/index.js'
+import eventsRoutes from './routes/events/index.js'
 
 export const BODY_LIMIT = 64 * 1024
 
@@ -79,8 +81,10 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(clientAuth)
   await app.register(installs)
   await app.register(oauth)
+  await app.register(webhooks)
 
   await app.register(publicV1Routes, { prefix: '/public/v1' })
+  await app.register(eventsRoutes)
   await app.register(oauthRoutes)
   await app.register(appsRoutes)
   await app.register(installsRoutes)

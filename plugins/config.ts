@@ -32,6 +32,9 @@ export const EnvSchema = Type.Object({
   WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({ pattern: '^[0-9]+(,[0-9]+)*$', description: 'comma-separated seconds' })),
   WEBHOOK_DISABLE_AFTER_FAILURES: Type.Optional(Int(1, 1_000_000)),
   WEBHOOK_DISABLE_AFTER_HOURS: Type.Optional(Int(0, 1_000_000)),
+  WEBHOOK_WORKER: Type.Optional(Bool),
+  WEBHOOK_CONCURRENCY: Type.Optional(Int(1, 1_000)),
+  WEBHOOK_LEASE_SECONDS: Type.Optional(Int(20, 3_600)),
   MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)),
     { description: 'one of fatal, error, warn, info, debug, trace, silent' })),
@@ -63,6 +66,12 @@ export interface Config {
   webhookRetrySchedule: number[]
   webhookDisableAfterFailures: number
   webhookDisableAfterHours: number
+  /** Whether this process runs a delivery worker (a separate `marketplace-gateway worker` may do it instead). */
+  webhookWorker: boolean
+  /** Attempts one worker keeps in flight. */
+  webhookConcurrency: number
+  /** How long a claim lasts; a dead worker's deliveries are retried after it. Longer than an attempt's 15 s. */
+  webhookLeaseSeconds: number
   mcpAllowedOrigins: string[]
   logLevel: string
   nodeEnv: 'development' | 'production' | 'test'
@@ -153,6 +162,8 @@ function loadOrGenerateSecrets (dataDir: string, missing: SecretName[]): Record<
   return stored
 }
 
+const flag = (value: string | undefined, fallback: boolean): boolean => value === undefined ? fallback : value === 'true' || value === '1'
+
 /** Reads and checks the environment. Throws a ConfigError that names the first bad variable. */
 export function loadConfig (rawEnv: Record<string, string | undefined> = process.env): Config {
   const env = checkShape(rawEnv)
@@ -196,7 +207,7 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookSecretKey,
     eventsToken: secret('EVENTS_TOKEN'),
     redisUrl: env.REDIS_URL,
-    webhookAllowPrivateTargets: env.WEBHOOK_ALLOW_PRIVATE_TARGETS === 'true' || env.WEBHOOK_ALLOW_PRIVATE_TARGETS === '1',
+    webhookAllowPrivateTargets: flag(env.WEBHOOK_ALLOW_PRIVATE_TARGETS, false),
     webhookCaFile: env.WEBHOOK_CA_FILE,
     publicRateLimit: Number(env.PUBLIC_RATE_LIMIT ?? 600),
     mcpRateLimitIp: Number(env.MCP_RATE_LIMIT_IP ?? 120),
@@ -205,6 +216,9 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookRetrySchedule: (env.WEBHOOK_RETRY_SCHEDULE ?? '5,300,1800,7200,18000,36000,36000').split(',').map(Number),
     webhookDisableAfterFailures: Number(env.WEBHOOK_DISABLE_AFTER_FAILURES ?? 20),
     webhookDisableAfterHours: Number(env.WEBHOOK_DISABLE_AFTER_HOURS ?? 24),
+    webhookWorker: flag(env.WEBHOOK_WORKER, true),
+    webhookConcurrency: Number(env.WEBHOOK_CONCURRENCY ?? 64),
+    webhookLeaseSeconds: Number(env.WEBHOOK_LEASE_SECONDS ?? 60),
     mcpAllowedOrigins: origins,
     logLevel: env.LOG_LEVEL ?? 'info',
     nodeEnv,

@@ -67,6 +67,13 @@ export const errors = {
   oauthInvalidGrant: (message: string) => oauthError(400, 'invalid_grant', message),
   oauthUnsupportedGrantType: () => oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.'),
 
+  // Webhooks (contract 5).
+  unknownTopic: (unknown: string[]) => new ApiError(400, 'unknown_topic', `Unknown topic: ${unknown.join(', ')}`, { unknown }),
+  topicNotEmitted: (topic: string) => new ApiError(422, 'topic_not_emitted', `Topic ${topic} is planned and not emitted yet.`),
+  invalidTargetUrl: (message: string) => new ApiError(400, 'invalid_target_url', message),
+  limitExceeded: (message: string) => new ApiError(422, 'limit_exceeded', message),
+  invalidEventsToken: () => new ApiError(401, 'invalid_token', 'A valid events token is required.', {}, { 'www-authenticate': 'Bearer realm="events"' }),
+
   // Generic (contract section 4).
   notFound: (message = 'Not found.') => new ApiError(404, 'not_found', message),
   validation: (details: NonNullable<ErrorBody['details']>, message = 'Request validation failed.') =>

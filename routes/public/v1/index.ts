@@ -7,6 +7,7 @@ import tenantGuard from '../../../plugins/tenant-guard.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { Identity, TenantParams } from '../../../schemas/identity.js'
 import { Type } from '@sinclair/typebox'
+import webhooks from './webhooks.js'
 
 const TENANT = '/orgs/:orgId/entities/:entityId'
 
@@ -66,6 +67,8 @@ const publicV1: FastifyPluginAsyncTypebox = async (app) => {
       throw errors.notImplemented('GET', template)
     })
   }
+
+  await app.register(webhooks)
 }
 
 export default publicV1

@@ -1,0 +1,21 @@
+/** The topic registry (contract 5.1). Emitted topics are delivered; planned ones are accepted and never delivered. */
+export const EMITTED_TOPICS = ['invoice.paid', 'bill.created'] as const
+export const PLANNED_TOPICS = ['work_order.released', 'work_order.completed', 'lot.created', 'eco.released', 'jobwork_challan.overdue'] as const
+
+export const TOPIC_DESCRIPTIONS: Record<string, string> = {
+  'invoice.paid': 'An invoice was paid in full.',
+  'bill.created': 'A bill was created.',
+  'work_order.released': 'Planned: a work order was released to the shop floor.',
+  'work_order.completed': 'Planned: a work order was completed.',
+  'lot.created': 'Planned: a lot was created.',
+  'eco.released': 'Planned: an engineering change order was released.',
+  'jobwork_challan.overdue': 'Planned: a job-work challan is overdue.'
+}
+
+export type TopicKind = 'emitted' | 'planned' | 'unknown'
+
+export function topicKind (topic: string): TopicKind {
+  if ((EMITTED_TOPICS as readonly string[]).includes(topic)) return 'emitted'
+  if ((PLANNED_TOPICS as readonly string[]).includes(topic)) return 'planned'
+  return 'unknown'
+}

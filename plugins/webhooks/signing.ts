@@ -1,0 +1,38 @@
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
+
+/** `whsec_` and 32 random bytes in base64url (contract 5.2). */
+export function newSigningSecret (): string {
+  return 'whsec_' + randomBytes(32).toString('base64url')
+}
+
+/** X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the UTF-8 bytes of the whole secret. */
+export function serviceSignature (secret: string, body: string | Buffer): string {
+  return createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex')
+}
+
+/**
+ * Standard Webhooks `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`. As that spec
+ * says, the key is the secret's bytes after `whsec_` (here base64url, decoded), not the string itself.
+ */
+export function standardSignature (secret: string, id: string, timestamp: number, body: string | Buffer): string {
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64url')
+  return 'v1,' + createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64')
+}
+
+/** AES-256-GCM, the subscription id as associated data so that a ciphertext cannot be moved to another row. */
+export function encryptSecret (key: Buffer, subscriptionId: string, secret: string): string {
+  const iv = randomBytes(12)
+  const cipher = createCipheriv('aes-256-gcm', key, iv)
+  cipher.setAAD(Buffer.from(subscriptionId))
+  const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()])
+  return 'v1.' + Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString('base64url')
+}
+
+export function decryptSecret (key: Buffer, subscriptionId: string, stored: string): string {
+  if (!stored.startsWith('v1.')) throw new Error('unknown secret format')
+  const raw = Buffer.from(stored.slice(3), 'base64url')
+  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12))
+  decipher.setAAD(Buffer.from(subscriptionId))
+  decipher.setAuthTag(raw.subarray(12, 28))
+  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')
+}

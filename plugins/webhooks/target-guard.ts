@@ -1,0 +1,114 @@
+import { lookup as dnsLookup } from 'node:dns'
+import { BlockList, isIP } from 'node:net'
+
+const MAX_URL_LENGTH = 2048
+const DNS_TIMEOUT_MS = 2_000
+
+// Loopback, private, link-local, CGNAT, multicast, unspecified and other non-public ranges (contract 5.2).
+const blocked = new BlockList()
+for (const [net, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]
+] as const) blocked.addSubnet(net, prefix, 'ipv4')
+for (const [net, prefix] of [
+  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['100::', 64]
+] as const) blocked.addSubnet(net, prefix, 'ipv6')
+
+/** The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible, NAT64, 6to4), if any. */
+function embeddedIPv4 (address: string): string | undefined {
+  const groups = expandIPv6(address)
+  if (!groups) return undefined
+  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+  const zero = (from: number, to: number) => groups.slice(from, to).every(g => g === 0)
+  if (zero(0, 5) && (groups[5] === 0xffff || groups[5] === 0)) return v4(groups[6]!, groups[7]!)
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && zero(2, 6)) return v4(groups[6]!, groups[7]!)
+  if (groups[0] === 0x2002) return v4(groups[1]!, groups[2]!)
+  return undefined
+}
+
+function expandIPv6 (address: string): number[] | undefined {
+  let a = address.toLowerCase().replace(/^\[|\]$/g, '').replace(/%.*$/, '')
+  const dotted = a.match(/(\d+\.\d+\.\d+\.\d+)$/)
+  if (dotted) {
+    const p = dotted[1]!.split('.').map(Number)
+    a = a.slice(0, -dotted[1]!.length) + (((p[0]! << 8) | p[1]!).toString(16)) + ':' + (((p[2]! << 8) | p[3]!).toString(16))
+  }
+  const [head, tail] = a.split('::') as [string, string | undefined]
+  const h = head ? head.split(':') : []
+  const t = tail !== undefined ? (tail ? tail.split(':') : []) : []
+  const fill = tail !== undefined ? 8 - h.length - t.length : 0
+  const all = [...h, ...Array(fill).fill('0'), ...t]
+  if (all.length !== 8) return undefined
+  return all.map(g => parseInt(g, 16))
+}
+
+/** True when a connection to this address could reach something that is not the public internet. */
+export function isBlockedAddress (address: string): boolean {
+  const family = isIP(address)
+  if (family === 4) return blocked.check(address, 'ipv4')
+  if (family === 6) {
+    const v4 = embeddedIPv4(address)
+    if (v4 !== undefined && blocked.check(v4, 'ipv4')) return true
+    return blocked.check(address, 'ipv6')
+  }
+  return true
+}
+
+export type TargetProblem = string
+
+function resolveAll (host: string): Promise<string[] | undefined> {
+  return new Promise(resolve => {
+    const timer = setTimeout(() => resolve(undefined), DNS_TIMEOUT_MS)
+    dnsLookup(host, { all: true, verbatim: true }, (err, addresses) => {
+      clearTimeout(timer)
+      resolve(err ? undefined : addresses.map(a => a.address))
+    })
+  })
+}
+
+/**
+ * Checks a subscription's target URL when it is created. Returns what is wrong with it, or undefined.
+ * The WHATWG URL parser has already turned decimal, octal and hex IPv4 forms (`2130706433`, `0x7f.1`) into
+ * dotted quads, so literals are checked in their canonical form. A name that does not resolve now is accepted:
+ * deliveries re-check at connection time.
+ */
+export async function checkTargetUrl (raw: string, allowPrivate: boolean): Promise<TargetProblem | undefined> {
+  if (raw.length > MAX_URL_LENGTH) return `target_url must be at most ${MAX_URL_LENGTH} characters.`
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    return 'target_url must be an absolute URL.'
+  }
+  if (url.protocol !== 'https:') return 'target_url must be an HTTPS URL.'
+  if (url.username || url.password) return 'target_url must not contain user info.'
+  if (allowPrivate) return undefined
+  const host = url.hostname.replace(/^\[|\]$/g, '')
+  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.localhost.')) return 'target_url must not point at localhost.'
+  if (isIP(host)) return isBlockedAddress(host) ? 'target_url must not point at a loopback, private or reserved address.' : undefined
+  const addresses = await resolveAll(host)
+  if (addresses?.some(isBlockedAddress)) return 'target_url resolves to a loopback, private or reserved address.'
+  return undefined
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Array<{ address: string, family: number }>, family?: number) => void
+
+/**
+ * A `lookup` for the delivery client's sockets: it resolves the host, refuses when any address is blocked, and
+ * hands the socket only an address it checked, so a DNS answer cannot change between check and connect.
+ */
+export function guardedLookup (allowPrivate: boolean) {
+  return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
+    dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) => {
+      if (err) return callback(err, '')
+      const bad = addresses.find(a => isBlockedAddress(a.address))
+      if (bad && !allowPrivate) {
+        const refused = Object.assign(new Error(`refused: ${hostname} resolves to a blocked address (${bad.address})`), { code: 'ETARGETBLOCKED' })
+        return callback(refused, '')
+      }
+      const chosen = addresses[0]!
+      if (options.all) return callback(null, [chosen])
+      callback(null, chosen.address, chosen.family)
+    })
+  }
+}
