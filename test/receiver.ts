@@ -1,0 +1,70 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+type Test = { teardown(fn: () => unknown): void }
+
+let certs: { dir: string, key: string, cert: string, caFile: string } | undefined
+
+/** A self-signed certificate for 127.0.0.1 and localhost, made once per test process with openssl. */
+export function selfSigned (): { key: string, cert: string, caFile: string } {
+  if (!certs) {
+    const dir = mkdtempSync(join(tmpdir(), 'mg-cert-'))
+    execFileSync('openssl', [
+      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
+      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1',
+      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')
+    ], { stdio: 'ignore' })
+    certs = { dir, key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), caFile: join(dir, 'cert.pem') }
+  }
+  return certs
+}
+
+export interface Received {
+  path: string
+  headers: IncomingMessage['headers']
+  /** The raw bytes, exactly as they arrived. */
+  body: Buffer
+}
+
+export type Responder = (req: Received, res: ServerResponse) => void
+
+/** A real HTTPS webhook receiver on 127.0.0.1. `respond` decides each answer (default 200). */
+export async function startReceiver (t: Test, respond: Responder = (_r, res) => res.end('ok')) {
+  const { key, cert, caFile } = selfSigned()
+  const received: Received[] = []
+  const state = { respond }
+  const waiters: Array<() => void> = []
+  const server = createServer({ key, cert }, (req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', c => chunks.push(c))
+    req.on('end', () => {
+      const r = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks) }
+      received.push(r)
+      for (const w of waiters.splice(0)) w()
+      state.respond(r, res)
+    })
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>(resolve => { server.closeAllConnections(); server.close(() => resolve()) }))
+  const port = (server.address() as AddressInfo).port
+  return {
+    url: `https://127.0.0.1:${port}/hooks`,
+    port,
+    caFile,
+    received,
+    set respond (fn: Responder) { state.respond = fn },
+    /** Resolves once `n` requests have arrived (or rejects after `ms`). */
+    async waitFor (n: number, ms = 10_000): Promise<Received[]> {
+      const deadline = Date.now() + ms
+      while (received.length < n) {
+        if (Date.now() > deadline) throw new Error(`receiver got ${received.length} of ${n} requests in ${ms} ms`)
+        await new Promise<void>(resolve => { waiters.push(resolve); setTimeout(resolve, 50) })
+      }
+      return received
+    }
+  }
+}
