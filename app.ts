@@ -3,8 +3,7 @@ import sensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Ajv, { type AnySchema } from 'ajv'
 import addFormats from 'ajv-formats'
-import type { Config } from './plugins/config.js'
-import configPlugin from './plugins/config.js'
+import configPlugin, { ConfigError, type Config } from './plugins/config.js'
 import db from './plugins/db/index.js'
 import errorsPlugin from './plugins/errors.js'
 import requestLog, { genReqId, loggerOptions } from './plugins/request-log.js'
@@ -49,9 +48,8 @@ function validatorCompiler (): Parameters<FastifyInstance['setValidatorCompiler'
   return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as AnySchema)
 }
 
-/** Builds the service from its plugins and routes, without listening. */
-export async function buildApp (config: Config, opts: BuildOptions = {}) {
-  const app = Fastify({
+function createInstance (config: Config, opts: BuildOptions) {
+  return Fastify({
     logger: loggerOptions(config.logLevel, opts.logStream),
     // plugins/request-log.ts writes the one line per request.
     logController: new LogController({ disableRequestLogging: true }),
@@ -61,6 +59,11 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
     requestTimeout: 30_000,
     return503OnClosing: true
   }).withTypeProvider<TypeBoxTypeProvider>()
+}
+
+/** Builds the service from its plugins and routes, without listening. */
+export async function buildApp (config: Config, opts: BuildOptions = {}) {
+  const app = createInstance(config, opts)
   app.setValidatorCompiler(validatorCompiler())
   // JSON everywhere (forms only on the OAuth routes): anything else is 415, not a string to validate.
   app.removeContentTypeParser('text/plain')
@@ -94,3 +97,18 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
 }
 
 export type AppInstance = Awaited<ReturnType<typeof buildApp>>
+
+/**
+ * A delivery worker on its own (`marketplace-gateway worker`): the database and the webhook plugins, no HTTP.
+ * It shares the queue with every other worker through Postgres, so deliveries scale apart from the API.
+ */
+export async function buildWorker (config: Config, opts: BuildOptions = {}) {
+  if (!config.databaseUrl) {
+    throw new ConfigError('DATABASE_URL', 'is required by a separate worker: the embedded database belongs to one process')
+  }
+  const app = createInstance({ ...config, webhookWorker: true }, opts)
+  await app.register(configPlugin, { config: { ...config, webhookWorker: true } })
+  await app.register(db)
+  await app.register(webhooks)
+  return app
+}

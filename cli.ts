@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pino from 'pino'
-import { buildApp } from './app.js'
+import { buildApp, buildWorker } from './app.js'
 import { openDb } from './plugins/db/index.js'
 import { migrate } from './plugins/db/migrate.js'
-import { loadConfig } from './plugins/config.js'
+import { ConfigError, loadConfig } from './plugins/config.js'
 import { loadConfigOrExit, serve } from './server.js'
 import { signUserSession } from './plugins/auth/user-session.js'
 
@@ -15,6 +15,7 @@ const USAGE = `Usage: marketplace-gateway <command> [options]
 
 Commands:
   serve                              run the service (the default; same as npm start)
+  worker                             run only a webhook delivery worker (needs DATABASE_URL)
   migrate                            apply database migrations and exit
   openapi [--out FILE]               write the OpenAPI document (default: stdout) without listening
   user-token --sub ID --org ORG --entity ENT [--entity ENT2 ...] [--ttl SECONDS]
@@ -71,9 +72,20 @@ async function migrateCommand (): Promise<void> {
   }
 }
 
+/** A delivery worker without HTTP; SIGTERM drains attempts in flight, then exits. */
+async function worker (): Promise<void> {
+  const app = await buildWorker(loadConfigOrExit())
+  await app.ready()
+  app.log.info({ worker: app.webhookWorker?.id }, 'webhook worker started')
+  const stop = (): void => { app.close().then(() => process.exit(0), () => process.exit(1)) }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+}
+
 const [command = 'serve', ...rest] = process.argv.slice(2)
 const commands: Record<string, () => Promise<void> | void> = {
   serve: () => serve(loadConfigOrExit()),
+  worker,
   migrate: migrateCommand,
   openapi: () => openapi(rest),
   'user-token': () => userToken(rest),
@@ -85,6 +97,6 @@ if (!run) {
   process.exit(2)
 }
 Promise.resolve(run()).catch(err => {
-  process.stderr.write(`${(err as Error).stack ?? err}\n`)
+  process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `${(err as Error).stack ?? err}\n`)
   process.exit(1)
 })

@@ -34,7 +34,7 @@ export const EnvSchema = Type.Object({
   WEBHOOK_DISABLE_AFTER_HOURS: Type.Optional(Int(0, 1_000_000)),
   WEBHOOK_WORKER: Type.Optional(Bool),
   WEBHOOK_CONCURRENCY: Type.Optional(Int(1, 1_000)),
-  WEBHOOK_LEASE_SECONDS: Type.Optional(Int(20, 3_600)),
+  WEBHOOK_LEASE_SECONDS: Type.Optional(Int(1, 3_600)),
   MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
   LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)),
     { description: 'one of fatal, error, warn, info, debug, trace, silent' })),
