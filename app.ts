@@ -5,7 +5,7 @@ import Ajv, { type AnySchema } from 'ajv'
 import addFormats from 'ajv-formats'
 import configPlugin, { ConfigError, type Config } from './plugins/config.js'
 import db from './plugins/db/index.js'
-import errorsPlugin from './plugins/errors.js'
+import errorsPlugin, { clientErrorHandler, frameworkErrors } from './plugins/errors.js'
 import requestLog, { genReqId, loggerOptions } from './plugins/request-log.js'
 import accessState from './plugins/auth/access-state.js'
 import accessTokens from './plugins/auth/tokens.js'
@@ -57,7 +57,10 @@ function createInstance (config: Config, opts: BuildOptions) {
     requestIdHeader: false,
     genReqId,
     requestTimeout: 30_000,
-    return503OnClosing: true
+    return503OnClosing: true,
+    routerOptions: { maxParamLength: 256 },
+    frameworkErrors,
+    clientErrorHandler
   }).withTypeProvider<TypeBoxTypeProvider>()
 }
 

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto'
+import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { ErrorBody } from '../schemas/errors.js'
 
 type Extra = Omit<ErrorBody, 'error' | 'message'>
@@ -81,6 +83,12 @@ export const errors = {
   unsupportedMediaType: (contentType: string | undefined) => new ApiError(415, 'unsupported_media_type',
     `Content-Type ${contentType ? JSON.stringify(contentType) : '(none)'} is not supported; send application/json.`),
   payloadTooLarge: (limit: number) => new ApiError(413, 'payload_too_large', `Request body is larger than ${limit} bytes.`),
+  nulCharacter: () => errors.validation([{ location: 'request', path: '/', message: 'contains a NUL character' }], 'Text must not contain NUL characters.'),
+  badUrl: () => new ApiError(400, 'validation_error', 'The URL is not valid (bad percent-encoding).', { details: [{ location: 'url', path: '/', message: 'is not a valid URL' }] }),
+  uriTooLong: () => new ApiError(414, 'uri_too_long', 'A path segment is too long.'),
+  headersTooLarge: () => new ApiError(431, 'request_header_fields_too_large', 'Request headers are too large.'),
+  requestTimeout: () => new ApiError(408, 'request_timeout', 'The request took too long to arrive.'),
+  malformedRequest: () => new ApiError(400, 'bad_request', 'Malformed HTTP request.'),
   internal: () => new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged; try again later.')
 }
 
@@ -88,8 +96,24 @@ export function sendError (reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.code(err.statusCode).headers(err.headers).send(err.body())
 }
 
-/** Maps whatever was thrown to a catalog error. Anything unforeseen is logged in full and answered as a bare 500. */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** RFC 6749 endpoints: a malformed request is `invalid_request`, not `validation_error`. */
+    oauthErrors?: boolean
+  }
+}
+
+/** Maps whatever was thrown to a catalog error. Anything unforeseen is answered as a bare 500. */
 function toApiError (err: FastifyError & { validationContext?: string }, request: FastifyRequest, bodyLimit: number): ApiError {
+  const apiError = mapError(err, request, bodyLimit)
+  if (apiError.code === 'validation_error' && request.routeOptions.config?.oauthErrors) {
+    const detail = apiError.extra.details?.map(d => `${d.location}${d.path === '/' ? '' : d.path} ${d.message}`).join('; ')
+    return errors.oauthInvalidRequest(detail ? `${apiError.message} ${detail}.` : apiError.message)
+  }
+  return apiError
+}
+
+function mapError (err: FastifyError & { validationContext?: string }, request: FastifyRequest, bodyLimit: number): ApiError {
   if (err instanceof ApiError) return err
   if (err.validation) {
     return errors.validation(err.validation.map(v => ({
@@ -111,6 +135,8 @@ function toApiError (err: FastifyError & { validationContext?: string }, request
   if (err instanceof SyntaxError || (err as { type?: string }).type === 'entity.parse.failed') {
     return errors.validation([{ location: 'body', path: '/', message: 'body is not valid JSON' }], 'Request body is not valid JSON.')
   }
+  // Postgres refuses NUL in text (22021) and characters its encoding cannot hold (22P05): the input's fault.
+  if (err.code === '22021' || err.code === '22P05') return errors.nulCharacter()
   if (err.statusCode === 400) {
     return errors.validation([{ location: 'request', path: '/', message: err.message }], 'The request is malformed.')
   }
@@ -122,7 +148,8 @@ export default fp(async (app) => {
   const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const apiError = toApiError(err, request, bodyLimit)
-    if (apiError.statusCode >= 500) request.log.error({ err }, 'request failed')
+    // Only the unforeseen is worth a log line of its own; a deliberate 501 is not.
+    if (apiError.code === 'internal_error') request.log.error({ err }, 'request failed')
     return sendError(reply, apiError)
   })
   app.setNotFoundHandler((request, reply) => {
@@ -130,3 +157,20 @@ export default fp(async (app) => {
     return sendError(reply, errors.notFound(`No route ${request.method} ${path}.`))
   })
 }, { name: 'errors' })
+
+/** Errors Fastify raises before routing (bad percent-encoding, over-long path segments), through the catalog. */
+export const frameworkErrors: NonNullable<FastifyServerOptions['frameworkErrors']> = (err, request, reply) => {
+  reply.header('x-request-id', request.id)
+  sendError(reply, err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? errors.uriTooLong() : errors.badUrl())
+}
+
+/** Requests Node's HTTP parser rejects before Fastify sees them: still a catalog body and a request id. */
+export function clientErrorHandler (err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return
+  const e = err.code === 'HPE_HEADER_OVERFLOW'
+    ? errors.headersTooLarge()
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? errors.requestTimeout() : errors.malformedRequest()
+  const body = JSON.stringify(e.body())
+  socket.end(`HTTP/1.1 ${e.statusCode} ${e.code.replace(/_/g, ' ')}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\n\r\n${body}`)
+}

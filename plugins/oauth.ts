@@ -50,6 +50,7 @@ export interface TokenResponse {
 }
 
 interface CodeRow {
+  created_at: Date
   client_id: string
   install_id: string
   redirect_uri: string
@@ -181,8 +182,9 @@ export default fp(async (app) => {
       // Failures return rather than throw, so that a replayed code's revocation commits.
       const result = await db.tx(async (q): Promise<TokenResponse | ApiError> => {
         const [code] = await q.query<CodeRow>(
-          `select client_id, install_id, redirect_uri, code_challenge, expires_at <= now() as expired, used_at
-             from authorization_codes where code_hash = $1 for update`, [codeHash])
+          `select client_id, install_id, redirect_uri, code_challenge, expires_at <= now() as expired, used_at,
+                  expires_at - make_interval(secs => $2) as created_at
+             from authorization_codes where code_hash = $1 for update`, [codeHash, CODE_TTL_S])
         if (!code || code.client_id !== client.clientId) return errors.oauthInvalidGrant('The authorization code is invalid.')
         if (code.used_at) {
           // RFC 6749 4.1.2: a replayed code revokes what was issued with it.
@@ -190,6 +192,9 @@ export default fp(async (app) => {
           return errors.oauthInvalidGrant('The authorization code was already used.')
         }
         if (code.expired) return errors.oauthInvalidGrant('The authorization code has expired.')
+        if (client.keyDisabledAt && code.created_at <= client.keyDisabledAt) {
+          return errors.oauthInvalidGrant('The authorization code was issued before the API key was disabled.')
+        }
         if (code.redirect_uri !== p.redirect_uri) return errors.oauthInvalidGrant('redirect_uri does not match the authorization request.')
         if (pkceChallenge(verifier) !== code.code_challenge) return errors.oauthInvalidGrant('code_verifier does not match the code_challenge.')
         await q.query('update authorization_codes set used_at = now() where code_hash = $1', [codeHash])

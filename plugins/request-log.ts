@@ -3,12 +3,27 @@ import fp from 'fastify-plugin'
 import type { FastifyServerOptions, RawRequestDefaultExpression } from 'fastify'
 
 const SECRET_KEYS = ['authorization', 'cookie', 'client_secret', 'signing_secret', 'refresh_token', 'access_token', 'code', 'code_verifier', 'token', 'password']
-const SECRET_QUERY = /([?&](?:code|code_verifier|client_secret|refresh_token|access_token|token|signing_secret)=)[^&#]*/gi
+const SECRET_PARAMS = new Set(['code', 'code_verifier', 'client_secret', 'refresh_token', 'access_token', 'token', 'signing_secret'])
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** A URL fit for a log line: secret query parameters replaced. */
+function decodedName (raw: string): string {
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' ')).toLowerCase()
+  } catch {
+    return raw.toLowerCase()
+  }
+}
+
+/** A URL fit for a log line: secret query parameters replaced, however their names are encoded. */
 export function redactUrl (url: string): string {
-  return url.replace(SECRET_QUERY, '$1[REDACTED]')
+  const q = url.indexOf('?')
+  if (q < 0) return url
+  const pairs = url.slice(q + 1).split('&').map(pair => {
+    const eq = pair.indexOf('=')
+    const name = eq < 0 ? pair : pair.slice(0, eq)
+    return SECRET_PARAMS.has(decodedName(name).replace(/=+$/, '')) ? `${name}=[REDACTED]` : pair
+  })
+  return `${url.slice(0, q)}?${pairs.join('&')}`
 }
 
 /**
@@ -23,7 +38,7 @@ export function loggerOptions (level: string, stream?: NodeJS.WritableStream): F
     : [k, `*.${k}`, `req.headers.${k}`, 'res.headers["set-cookie"]'])
   return {
     level,
-    redact: { paths: [...new Set(paths)], censor: '[REDACTED]' },
+    redact: { paths: [...new Set([...paths, 'err.params', 'err.parameters'])], censor: '[REDACTED]' },
     serializers: {
       req: (req: { method: string, url: string, id: string }) => ({ method: req.method, url: redactUrl(req.url), id: req.id })
     },

@@ -15,7 +15,22 @@ export const ErrorBody = Type.Object({
 }, { $id: 'ErrorBody', title: 'Error' })
 export type ErrorBody = Static<typeof ErrorBody>
 
-/** Response schemas for a set of error statuses, for a route's `schema.response`. */
+const MEANING: Record<number, string> = {
+  400: 'The request is malformed or fails validation.',
+  401: 'Credentials are missing, invalid, expired or revoked.',
+  403: 'Authenticated, but not allowed: another tenant, or a scope is missing.',
+  404: 'No such resource (or not yours).',
+  409: 'Conflicts with the current state.',
+  413: 'The body is larger than 64 KiB.',
+  414: 'A path segment is too long.',
+  415: 'The body is not JSON.',
+  422: 'Well-formed, but refused: a limit or a rule of the resource.',
+  429: 'Rate limit exceeded; see Retry-After.',
+  500: 'Unexpected error on the service\'s side.',
+  501: 'Not built yet.'
+}
+
+/** Response schemas for a set of error statuses, for a route's `schema.response`, each described. */
 export function errorResponses (...statuses: number[]): Record<number, typeof ErrorBody> {
-  return Object.fromEntries(statuses.map(s => [s, ErrorBody]))
+  return Object.fromEntries(statuses.map(s => [s, { ...ErrorBody, description: MEANING[s] ?? 'Error' }]))
 }

@@ -20,7 +20,7 @@ export const AuthorizeQuery = Type.Object({
 
 export const AuthorizeDecision = Type.Object({
   ...AuthorizeQuery.properties,
-  decision: Type.Union([Type.Literal('allow'), Type.Literal('deny')])
+  decision: Type.Unsafe<'allow' | 'deny'>({ type: 'string', enum: ['allow', 'deny'], description: 'allow or deny' })
 })
 
 export const TokenRequest = Type.Object({

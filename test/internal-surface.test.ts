@@ -129,3 +129,41 @@ t.test('hostile bodies get clear errors, never a 500', async t => {
   const token = await app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/json' }, payload: '{{' })
   t.equal(token.statusCode, 400)
 })
+
+t.test('hostile input that reaches the database or the router still gets a catalog error', async t => {
+  const app = await build(t)
+  const i = await install(app)
+  const nul = await app.inject({
+    method: 'POST', url: '/apps', headers: { ...bearer(i.ownerToken), 'content-type': 'application/json' },
+    payload: JSON.stringify({ slug: 'nul-app', name: 'a\u0000b', redirect_uris: [REDIRECT_URI], scopes: ['invoices:read'] })
+  })
+  t.equal(nul.statusCode, 400)
+  t.equal(nul.json().error, 'validation_error')
+  t.equal((await app.inject({ method: 'DELETE', url: '/installs/%00', headers: bearer(i.userToken) })).statusCode, 400)
+  const token = await app.inject({
+    method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'grant_type=refresh_token&refresh_token=x&client_id=%00&client_secret=x'
+  })
+  t.equal(token.statusCode, 400)
+  t.equal(token.json().error, 'invalid_request')
+
+  const badUrl = await app.inject({ method: 'GET', url: '/public/v1/me%zz?access_token=secret-ish', headers: { 'x-request-id': 'keep-me' } })
+  t.equal(badUrl.statusCode, 400)
+  t.same(badUrl.json().error, 'validation_error')
+  t.notMatch(badUrl.body, 'secret-ish', 'the URL is not echoed')
+  t.equal(badUrl.headers['x-request-id'], 'keep-me')
+  const long = await app.inject({ method: 'GET', url: `/public/v1/orgs/o/entities/e/invoices/${'x'.repeat(600)}`, headers: bearer(i.accessToken) })
+  t.equal(long.statusCode, 414)
+  t.equal(long.json().error, 'uri_too_long')
+  t.ok(long.headers['x-request-id'])
+})
+
+t.test('oversized headers over real HTTP get a JSON body and a request id', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  const res = await fetch(`http://127.0.0.1:${port}/health`, { headers: { 'x-filler': 'a'.repeat(20_000) } })
+  t.equal(res.status, 431)
+  t.same(await res.json(), { error: 'request_header_fields_too_large', message: 'Request headers are too large.' })
+  t.ok(res.headers.get('x-request-id'))
+})

@@ -27,6 +27,8 @@ t.test('no secret reaches the logs during the whole flow', async t => {
   })
   t.equal(authorize.statusCode, 400)
   secrets.push('leaked-code-123', 'leaked-token-456')
+  await app.inject({ method: 'GET', url: '/public/v1/me?access%5Ftoken=encoded-name-789&CODE%3D=upper-case-000' })
+  secrets.push('encoded-name-789', 'upper-case-000')
   await app.inject({ method: 'POST', url: '/oauth/revoke', headers: json, payload: JSON.stringify({ token: refreshed.json().refresh_token, ...creds }) })
 
   // The authorization codes themselves, taken from the redirects, must not be logged either.

@@ -167,6 +167,17 @@ t.test('token endpoint: authorization_code grant', async t => {
   })
 
   await t.test('request errors', async t => {
+    const empty = await app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/json' }, payload: '' })
+    t.equal(empty.statusCode, 400)
+    t.equal(empty.json().error, 'invalid_request', 'an empty body')
+    t.equal(empty.headers['cache-control'], 'no-store')
+    const repeated = await app.inject({
+      method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `grant_type=refresh_token&grant_type=refresh_token&refresh_token=x&client_id=${client.clientId}&client_secret=${client.clientSecret}`
+    })
+    t.equal(repeated.json().error, 'invalid_request', 'a repeated parameter (RFC 6749 3.2)')
+    t.equal((await jsonPost(app, '/oauth/token', { grant_type: 5, ...creds })).json().error, 'invalid_request')
+    t.equal((await jsonPost(app, '/oauth/revoke', { ...creds })).json().error, 'invalid_request', 'revoke without token')
     let res = await jsonPost(app, '/oauth/token', { ...creds })
     t.equal(res.statusCode, 400)
     t.equal(res.json().error, 'invalid_request')
@@ -267,6 +278,25 @@ t.test('the grace window closes after 30 s', async t => {
   await app.db.query("update refresh_tokens set replaced_at = replaced_at - interval '31 seconds' where install_id = $1 and replaced_at is not null", [i.installId])
   t.equal((await refresh(i.refreshToken)).statusCode, 400)
   t.equal((await refresh(r1)).statusCode, 400, 'reuse after the window revokes the current token too')
+})
+
+t.test('a code issued before a key disable is dead after the enable', async t => {
+  const app = await build(t)
+  const client = await registerApp(app)
+  const user = userFor(app)
+  const { verifier, challenge } = pkcePair()
+  const decision = await jsonPost(app, '/oauth/authorize', {
+    client_id: client.clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256',
+    org_ref_id: user.org, entity_ref_id: user.entity, decision: 'allow'
+  }, bearer(user.token))
+  const code = new URL(decision.headers.location as string).searchParams.get('code')
+  await app.inject({ method: 'POST', url: `/apps/${client.clientId}/api-key/disable`, headers: bearer(client.ownerToken) })
+  await app.inject({ method: 'POST', url: `/apps/${client.clientId}/api-key/enable`, headers: bearer(client.ownerToken) })
+  const res = await jsonPost(app, '/oauth/token', {
+    grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, client_id: client.clientId, client_secret: client.clientSecret
+  })
+  t.equal(res.statusCode, 400)
+  t.equal(res.json().error, 'invalid_grant')
 })
 
 t.test('refresh after key disable, uninstall and revoke', async t => {

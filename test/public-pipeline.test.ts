@@ -40,6 +40,9 @@ t.test('contract 3.4, row by row', async t => {
       'unknown kid': resign({}, { kid: 'other-key' }),
       'payload tampered': (() => { const [h, , s] = i.accessToken.split('.'); return `${h}.${Buffer.from(JSON.stringify({ ...payload, scope: 'bills:read' })).toString('base64url')}.${s}` })(),
       'expired and wrong aud (row 2 wins)': resign({ aud: 'other', exp: now - 10 }),
+      'a malformed bearer value': 'abc def',
+      'non-ASCII bearer value': 'ä.b.c',
+      'issued in the future': resign({ iat: now + 3600, exp: now + 7200 }),
       'user session token': app.userSessions.sign({ sub: 'u', orgRefId: i.orgRefId, entityRefIds: [i.entityRefId] })
     }
     for (const [name, token] of Object.entries(cases)) {

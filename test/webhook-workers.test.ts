@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { buildWorker } from '../app.js'
 import { bearer, build, install, testConfig } from './helper.js'
 import { startReceiver } from './receiver.js'
@@ -14,7 +14,7 @@ async function until (check: () => Promise<boolean> | boolean, ms: number, what:
   }
 }
 
-async function setup (t: Parameters<Parameters<typeof t.test>[1]>[0], respond?: Parameters<typeof startReceiver>[1]) {
+async function setup (t: Test, respond?: Parameters<typeof startReceiver>[1]) {
   const receiver = await startReceiver(t, respond)
   const env = { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_WORKER: 'false' }
   const api = await build(t, env)

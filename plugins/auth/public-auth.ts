@@ -25,15 +25,19 @@ declare module 'fastify' {
   }
 }
 
-const BEARER = /^Bearer +([A-Za-z0-9_.~+/=-]+) *$/i
+const BEARER_SCHEME = /^Bearer(?:[ \t]+(.*))?$/i
+// RFC 6750 b64token; a JWT always fits it.
+const B64TOKEN = /^[A-Za-z0-9_.~+/-]+=*$/
 
 /** Authenticates marketplace access tokens. Install and key state always come from the database. */
 export default fp(async (app) => {
   app.decorateRequest('principal', null)
   app.decorate('publicAuth', {
     async authenticate (authorization: string | undefined): Promise<Principal> {
-      const token = authorization?.match(BEARER)?.[1]
+      // Row 1 is a missing Bearer credential; a Bearer credential that is malformed is row 2.
+      const token = authorization?.match(BEARER_SCHEME)?.[1]?.trim()
       if (!token) throw errors.missingBearer()
+      if (!B64TOKEN.test(token)) throw errors.invalidAccessToken()
       const claims = app.accessTokens.verify(token)
       const state = await app.accessState.get(claims.sub)
       if (!state || state.clientId !== claims.client_id || state.orgRefId !== claims.org_ref_id ||

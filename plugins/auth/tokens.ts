@@ -7,6 +7,7 @@ import { errors } from '../errors.js'
 export const ACCESS_TOKEN_AUDIENCE = 'marketplace_app'
 export const ACCESS_TOKEN_TYPE = 'at+jwt'
 export const ACCESS_TOKEN_TTL_S = 3600
+const MAX_CLOCK_SKEW_MS = 60_000
 
 /** Claims of a marketplace access token (RFC 9068 profile, contract 3.3). */
 export interface AccessClaims {
@@ -111,7 +112,8 @@ export default fp(async (app) => {
         throw errors.invalidAccessToken()
       }
       const issuedAtMs = typeof c.jti === 'string' ? uuidv7Time(c.jti) : undefined
-      if (issuedAtMs === undefined) throw errors.invalidAccessToken()
+      // A token "issued" in the future was not issued by this service's clock.
+      if (issuedAtMs === undefined || c.iat * 1000 > Date.now() + MAX_CLOCK_SKEW_MS) throw errors.invalidAccessToken()
       if (c.exp * 1000 <= Date.now()) throw errors.accessTokenExpired()
       return { ...(c as unknown as AccessClaims), issuedAtMs }
     }

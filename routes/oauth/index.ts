@@ -54,6 +54,7 @@ const oauth: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/oauth/token', {
+    config: { oauthErrors: true },
     schema: {
       tags,
       summary: 'Exchange a code, or rotate a refresh token',
@@ -74,6 +75,7 @@ const oauth: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/oauth/revoke', {
+    config: { oauthErrors: true },
     schema: {
       tags,
       summary: 'Revoke a refresh token (RFC 7009)',
