@@ -2,6 +2,7 @@ import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:c
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import pg from 'pg'
 import { buildApp, type AppInstance, type BuildOptions } from '../app.js'
 import { loadConfig, type Config } from '../plugins/config.js'
 
@@ -12,14 +13,43 @@ export const SIGNING_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).p
 export const ISSUER = 'http://gateway.test'
 export const REDIRECT_URI = 'https://app.example.com/callback'
 
-/** Configuration for a test: the database under test (DATABASE_URL, else in-memory embedded), quiet logs. */
+/**
+ * On Postgres, each test file (one process) gets a database of its own, made from DATABASE_URL and dropped at the
+ * end: every app runs a delivery worker, and workers of other files, with other settings, must not take this
+ * file's deliveries.
+ */
+async function databaseForThisFile (base: string | undefined): Promise<string | undefined> {
+  if (!base) return undefined
+  const name = `mg_t_${process.pid}_${randomBytes(3).toString('hex')}`
+  const admin = new pg.Client({ connectionString: base })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  await admin.end()
+  let dropped = false
+  process.on('beforeExit', () => {
+    if (dropped) return
+    dropped = true
+    const c = new pg.Client({ connectionString: base })
+    c.connect()
+      .then(() => c.query(`drop database if exists ${name} with (force)`))
+      .catch(() => {})
+      .finally(() => c.end().catch(() => {}))
+  })
+  const url = new URL(base)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+export const TEST_DATABASE_URL = await databaseForThisFile(process.env.DATABASE_URL || undefined)
+
+/** Configuration for a test: the database under test (this file's Postgres database, else in-memory embedded). */
 export function testConfig (t: Test, env: Record<string, string | undefined> = {}): Config {
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-test-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   const config = loadConfig({
     NODE_ENV: 'test',
     DATA_DIR: dataDir,
-    DATABASE_URL: process.env.DATABASE_URL,
+    DATABASE_URL: TEST_DATABASE_URL,
     LOG_LEVEL: 'silent',
     PUBLIC_BASE_URL: ISSUER,
     TOKEN_SIGNING_KEY: SIGNING_KEY,

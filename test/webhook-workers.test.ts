@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import t, { type Test } from 'tap'
 import { buildWorker } from '../app.js'
-import { bearer, build, install, testConfig } from './helper.js'
+import { bearer, build, install, testConfig, TEST_DATABASE_URL } from './helper.js'
 import { startReceiver } from './receiver.js'
 
 const postgres = process.env.DATABASE_URL ? false : 'needs Postgres: set DATABASE_URL (CI runs it)'
@@ -55,6 +55,7 @@ t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t =
   const workerEnv = {
     ...process.env,
     ...s.env,
+    DATABASE_URL: TEST_DATABASE_URL,
     WEBHOOK_WORKER: 'true',
     WEBHOOK_LEASE_SECONDS: '3',
     WEBHOOK_SECRET_KEY: s.api.config.webhookSecretKey.toString('hex'),
