@@ -18,6 +18,7 @@ import installs from './plugins/installs.js'
 import oauth from './plugins/oauth.js'
 import openapi from './plugins/openapi.js'
 import webhooks from './plugins/webhooks/index.js'
+import mcp from './plugins/mcp/index.js'
 import publicV1Routes from './routes/public/v1/index.js'
 import oauthRoutes from './routes/oauth/index.js'
 import appsRoutes from './routes/apps/index.js'
@@ -25,6 +26,8 @@ import installsRoutes from './routes/installs/index.js'
 import healthRoutes from './routes/health/index.js'
 import docsRoutes from './routes/docs/index.js'
 import eventsRoutes from './routes/events/index.js'
+import mcpRoutes from './routes/mcp/index.js'
+import catalogRoutes from './routes/catalog/index.js'
 
 export const BODY_LIMIT = 64 * 1024
 
@@ -88,12 +91,15 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(installs)
   await app.register(oauth)
   await app.register(webhooks)
+  await app.register(mcp)
 
   await app.register(publicV1Routes, { prefix: '/public/v1' })
   await app.register(eventsRoutes)
   await app.register(oauthRoutes)
   await app.register(appsRoutes)
   await app.register(installsRoutes)
+  await app.register(mcpRoutes)
+  await app.register(catalogRoutes)
   await app.register(healthRoutes)
   await app.register(docsRoutes)
   return app
@@ -113,5 +119,6 @@ export async function buildWorker (config: Config, opts: BuildOptions = {}) {
   await app.register(configPlugin, { config: { ...config, webhookWorker: true } })
   await app.register(db)
   await app.register(webhooks)
+  await app.register(mcp)
   return app
 }

@@ -28,7 +28,7 @@ export const EnvSchema = Type.Object({
   PUBLIC_RATE_LIMIT: Type.Optional(Int(1, 1_000_000)),
   MCP_RATE_LIMIT_IP: Type.Optional(Int(1, 1_000_000)),
   MCP_RATE_LIMIT_SESSION: Type.Optional(Int(1, 1_000_000)),
-  MCP_SESSION_IDLE_MINUTES: Type.Optional(Int(1, 10_080)),
+  MCP_SESSION_IDLE_MINUTES: Type.Optional(Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description: 'a number of minutes (decimals allowed)' })),
   WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({ pattern: '^[0-9]+(,[0-9]+)*$', description: 'comma-separated seconds' })),
   WEBHOOK_DISABLE_AFTER_FAILURES: Type.Optional(Int(1, 1_000_000)),
   WEBHOOK_DISABLE_AFTER_HOURS: Type.Optional(Int(0, 1_000_000)),

@@ -19,8 +19,19 @@ export class ApiError extends Error {
     this.name = 'ApiError'
   }
 
-  body (): ErrorBody {
+  body (): Record<string, unknown> {
     return { error: this.code, message: this.message, ...this.extra }
+  }
+}
+
+/** An HTTP error on the MCP endpoint: the body is a JSON-RPC error, as MCP clients expect. */
+export class JsonRpcHttpError extends ApiError {
+  constructor (statusCode: number, readonly rpcCode: number, message: string, headers: Record<string, string> = {}) {
+    super(statusCode, 'jsonrpc_error', message, {}, headers)
+  }
+
+  override body (): Record<string, unknown> {
+    return { jsonrpc: '2.0', error: { code: this.rpcCode, message: this.message }, id: null }
   }
 }
 
@@ -69,6 +80,19 @@ export const errors = {
   oauthInvalidGrant: (message: string) => oauthError(400, 'invalid_grant', message),
   oauthUnsupportedGrantType: () => oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.'),
 
+  // Tool protocol (contract 7).
+  mcpSessionNotFound: () => new JsonRpcHttpError(404, -32001, 'Session not found.'),
+  mcpNoSession: () => new JsonRpcHttpError(400, -32000, 'Bad Request: no valid session; send initialize first, without Mcp-Session-Id.'),
+  mcpRateLimited: (retryAfterSeconds: number) => new JsonRpcHttpError(429, -32000, 'Rate limit exceeded.', { 'retry-after': String(retryAfterSeconds) }),
+  mcpForbidden: (message: string) => new JsonRpcHttpError(403, -32000, message),
+  mcpParseError: (message: string) => new JsonRpcHttpError(400, -32700, `Parse error: ${message}`),
+  /** A refused token on /mcp: the same error, pointing clients at the protected-resource metadata (RFC 9728). */
+  mcpUnauthorized: (e: ApiError, resourceMetadata: string) => new ApiError(e.statusCode, e.code, e.message, e.extra, {
+    'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", error="invalid_token", error_description="${quote(e.message)}"`
+  }),
+  missingToolToken: (tool: string) => new ApiError(401, 'invalid_token',
+    `The ${tool} tool acts in a tenant: send the install's access token as "Authorization: Bearer <token>".`),
+
   // Webhooks (contract 5).
   unknownTopic: (unknown: string[]) => new ApiError(400, 'unknown_topic', `Unknown topic: ${unknown.join(', ')}`, { unknown }),
   topicNotEmitted: (topic: string) => new ApiError(422, 'topic_not_emitted', `Topic ${topic} is planned and not emitted yet.`),
@@ -100,12 +124,15 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** RFC 6749 endpoints: a malformed request is `invalid_request`, not `validation_error`. */
     oauthErrors?: boolean
+    /** The MCP endpoint: a malformed request is a JSON-RPC parse error. */
+    jsonRpcErrors?: boolean
   }
 }
 
 /** Maps whatever was thrown to a catalog error. Anything unforeseen is answered as a bare 500. */
 function toApiError (err: FastifyError & { validationContext?: string }, request: FastifyRequest, bodyLimit: number): ApiError {
   const apiError = mapError(err, request, bodyLimit)
+  if (apiError.code === 'validation_error' && request.routeOptions.config?.jsonRpcErrors) return errors.mcpParseError(apiError.message)
   if (apiError.code === 'validation_error' && request.routeOptions.config?.oauthErrors) {
     const detail = apiError.extra.details?.map(d => `${d.location}${d.path === '/' ? '' : d.path} ${d.message}`).join('; ')
     return errors.oauthInvalidRequest(detail ? `${apiError.message} ${detail}.` : apiError.message)

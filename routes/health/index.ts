@@ -7,13 +7,11 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
   const started = Date.now()
   let shuttingDown = false
   app.addHook('preClose', async () => { shuttingDown = true })
-  // The MCP plugin, when present, counts its sessions.
-  const activeSessions = (): number => (app as unknown as { mcp?: { activeSessions(): number } }).mcp?.activeSessions() ?? 0
 
   app.get('/health', { schema: { tags: ['operations'], response: { 200: Health } } }, async () => ({
     status: 'ok' as const,
     version: VERSION,
-    active_sessions: activeSessions(),
+    active_sessions: app.mcp.activeSessions(),
     uptime_s: Math.floor((Date.now() - started) / 1000)
   }))
 

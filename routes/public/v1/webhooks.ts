@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errors } from '../../../plugins/errors.js'
-import type { Subscription } from '../../../plugins/webhooks/subscriptions.js'
+import { attemptView, createdView, listItemView } from '../../../plugins/webhooks/views.js'
 import { errorResponses } from '../../../schemas/errors.js'
 import { TenantParams } from '../../../schemas/identity.js'
 import {
@@ -8,20 +8,6 @@ import {
   RetryAccepted, SubscriptionListing, SubscriptionParams
 } from '../../../schemas/webhooks.js'
 import { TENANT_ERRORS } from './index.js'
-
-const iso = (d: Date | null): string | null => d?.toISOString() ?? null
-
-const listItem = (s: Subscription, withReason: boolean) => ({
-  _id: s.id,
-  Topics: s.topics,
-  TargetUrl: s.targetUrl,
-  IsActive: s.isActive,
-  LastDeliveryAt: iso(s.lastDeliveryAt),
-  LastDeliveryStatus: s.lastDeliveryStatus,
-  ConsecutiveFailures: s.consecutiveFailures,
-  createdAt: s.createdAt.toISOString(),
-  ...(withReason ? { DisabledReason: s.disabledReason } : {})
-})
 
 /** Webhook subscriptions of the calling install (spec 4.1, contract 5.2), inside the public pipeline. */
 const webhooks: FastifyPluginAsyncTypebox = async (app) => {
@@ -38,7 +24,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const s = await app.webhookSubscriptions.create(request.principal!, { topics: request.body.topics, targetUrl: request.body.target_url })
-    return reply.code(201).send({ id: s.id, topics: s.topics, target_url: s.targetUrl, signing_secret: s.signingSecret, created_at: s.createdAt.toISOString() })
+    return reply.code(201).send(createdView(s))
   })
 
   app.get(base, {
@@ -51,7 +37,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request) => {
     const all = request.query.include_inactive === true
     const subs = await app.webhookSubscriptions.list(request.principal!, all)
-    return { subscriptions: subs.map(s => listItem(s, all)) }
+    return { subscriptions: subs.map(s => listItemView(s, all)) }
   })
 
   app.delete(`${base}/:subscriptionId`, {
@@ -73,21 +59,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
     const s = await app.webhookSubscriptions.findOwned(request.principal!, request.params.subscriptionId)
     if (!s) throw errors.notFound('No such subscription among yours.')
     const log = await app.webhookQueue.attempts(s.id, request.query.limit ?? 50)
-    return {
-      attempts: log.map(a => ({
-        id: a.id,
-        delivery_id: a.deliveryId,
-        event_id: a.eventId,
-        topic: a.topic,
-        attempt: a.attempt,
-        attempted_at: a.attemptedAt.toISOString(),
-        duration_ms: a.durationMs,
-        response_status: a.responseStatus,
-        response_body: a.responseBody,
-        error: a.error,
-        delivery_status: a.deliveryStatus as 'pending'
-      }))
-    }
+    return { attempts: log.map(attemptView) }
   })
 
   app.post(`${base}/:subscriptionId/deliveries/:deliveryId/retry`, {

@@ -1,0 +1,155 @@
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import fp from 'fastify-plugin'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv'
+import {
+  CallToolRequestSchema, ErrorCode, isInitializeRequest, ListResourcesRequestSchema, ListToolsRequestSchema, McpError,
+  ReadResourceRequestSchema
+} from '@modelcontextprotocol/sdk/types.js'
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js'
+import { VERSION } from '../../lib/root.js'
+import type { Principal } from '../auth/public-auth.js'
+import { errors, sendError } from '../errors.js'
+import { createDispatcher, createRegistry, type Resource, type Tool } from './registry.js'
+
+export const PROTOCOL_REVISION = '2025-11-25'
+export const SERVER_NAME = 'marketplace-gateway'
+
+interface Session {
+  transport: StreamableHTTPServerTransport
+  server: Server
+  lastSeen: number
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    mcp: {
+      readonly tools: Tool[]
+      readonly resources: Resource[]
+      activeSessions(): number
+      /** Hands an already authenticated and rate-limited request to its session's transport. */
+      handle(request: FastifyRequest, reply: FastifyReply, principal: Principal | null): Promise<void>
+    }
+  }
+}
+
+/** The JSON Schema of a TypeBox schema, as it goes on the wire (TypeBox's symbol keys dropped). */
+export const wireSchema = (schema: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(schema))
+
+/** What tools/list answers and /catalog.json lists, from the one registry. */
+export function describeTool (t: Tool) {
+  return {
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    inputSchema: wireSchema(t.inputSchema),
+    outputSchema: wireSchema(t.outputSchema),
+    annotations: { title: t.title, ...t.annotations }
+  }
+}
+
+/**
+ * The Model Context Protocol endpoint: stateful streamable-HTTP sessions, each with its own SDK server over the
+ * shared tool registry. Sessions idle for MCP_SESSION_IDLE_MINUTES are closed; all close with the app.
+ */
+export default fp(async (app) => {
+  const { tools, resources } = createRegistry(app)
+  const dispatch = createDispatcher(tools)
+  const toolList = tools.map(describeTool)
+  const resourceList = resources.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType }))
+  // One validator for every session: an Ajv instance per session would cost more than the session itself.
+  const jsonSchemaValidator = new AjvJsonSchemaValidator()
+  const sessions = new Map<string, Session>()
+  const idleMs = app.config.mcpSessionIdleMinutes * 60_000
+
+  function newServer (): Server {
+    const server = new Server(
+      { name: SERVER_NAME, title: 'Marketplace gateway', version: VERSION },
+      {
+        capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
+        instructions: 'Acts on one tenant of the accounting system as an installed marketplace app. Send the install\'s ' +
+          'access token as "Authorization: Bearer <token>"; tools act only in that token\'s organisation and entity.',
+        jsonSchemaValidator
+      })
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolList }))
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+      const principal = (extra.authInfo?.extra?.principal as Principal | undefined) ?? null
+      const result = await dispatch(req.params.name, req.params.arguments, principal)
+      if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`)
+      return result
+    })
+    server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: resourceList }))
+    server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
+      const resource = resources.find(r => r.uri === req.params.uri)
+      if (!resource) throw new McpError(-32002, `Resource not found: ${req.params.uri}`)
+      return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: resource.read() }] }
+    })
+    return server
+  }
+
+  async function closeSession (id: string): Promise<void> {
+    const session = sessions.get(id)
+    if (!session) return
+    sessions.delete(id)
+    await session.transport.close().catch(() => {})
+    await session.server.close().catch(() => {})
+  }
+
+  const sweeper = setInterval(() => {
+    const cutoff = Date.now() - idleMs
+    for (const [id, s] of sessions) if (s.lastSeen < cutoff) void closeSession(id)
+  }, Math.min(30_000, Math.max(100, idleMs / 4)))
+  sweeper.unref()
+  app.addHook('onClose', async () => {
+    clearInterval(sweeper)
+    await Promise.all([...sessions.keys()].map(closeSession))
+  })
+
+  async function handle (request: FastifyRequest, reply: FastifyReply, principal: Principal | null): Promise<void> {
+    const header = request.headers['mcp-session-id']
+    const sessionId = Array.isArray(header) ? header[0] : header
+    let session = sessionId ? sessions.get(sessionId) : undefined
+    if (sessionId && !session) {
+      sendError(reply, errors.mcpSessionNotFound())
+      return
+    }
+    if (!session) {
+      if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
+        sendError(reply, errors.mcpNoSession())
+        return
+      }
+      const entry: Session = {
+        server: newServer(),
+        lastSeen: Date.now(),
+        transport: new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: id => { sessions.set(id, entry) },
+          onsessionclosed: id => { void closeSession(id) }
+        })
+      }
+      entry.transport.onclose = () => { if (entry.transport.sessionId) sessions.delete(entry.transport.sessionId) }
+      await entry.server.connect(entry.transport)
+      session = entry
+    }
+    session.lastSeen = Date.now()
+
+    const raw = request.raw as IncomingMessage & { auth?: AuthInfo }
+    if (principal) {
+      raw.auth = { token: '', clientId: principal.clientId, scopes: principal.scopes, extra: { principal } }
+    }
+    // From here the SDK writes the answer (JSON or an SSE stream); Fastify steps aside.
+    reply.hijack()
+    reply.raw.setHeader('x-request-id', request.id)
+    await session.transport.handleRequest(raw, reply.raw, request.body)
+  }
+
+  app.decorate('mcp', {
+    tools,
+    resources,
+    activeSessions: () => sessions.size,
+    handle
+  })
+}, { name: 'mcp', dependencies: ['public-auth', 'webhook-subscriptions', 'openapi'] })

@@ -1,0 +1,71 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { VERSION } from '../../lib/root.js'
+import { KNOWN_SCOPES } from '../../lib/scopes.js'
+import { describeTool, PROTOCOL_REVISION, SERVER_NAME } from '../../plugins/mcp/index.js'
+import { Catalog } from '../../schemas/mcp.js'
+
+const DESCRIPTION = 'Acts on one tenant (organisation and entity) of the accounting system as an installed marketplace app: ' +
+  'identity, webhook subscriptions and deliveries, and the accounting read routes.'
+
+/** Discovery documents, all made from the one tool registry (contract 7). */
+const catalog: FastifyPluginAsyncTypebox = async (app) => {
+  const { mcpBaseUrl, publicBaseUrl } = app.config
+  const endpoint = `${mcpBaseUrl}/mcp`
+  const schema = { hide: true }
+
+  app.get('/catalog.json', { schema: { ...schema, response: { 200: Catalog } } }, async () => ({
+    name: SERVER_NAME,
+    version: VERSION,
+    protocol: { name: 'mcp' as const, revision: PROTOCOL_REVISION },
+    endpoint,
+    tools: app.mcp.tools.map(t => ({ ...describeTool(t), requiredScopes: t.requiredScopes })),
+    resources: app.mcp.resources.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType }))
+  }))
+
+  const agentCard = () => ({
+    name: SERVER_NAME,
+    description: DESCRIPTION,
+    url: endpoint,
+    version: VERSION,
+    protocolVersion: '0.3.0',
+    preferredTransport: 'JSONRPC',
+    provider: { organization: 'marketplace-gateway', url: publicBaseUrl },
+    documentationUrl: `${publicBaseUrl}/docs`,
+    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
+    securitySchemes: { accessToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+    security: [{ accessToken: [] }],
+    defaultInputModes: ['application/json'],
+    defaultOutputModes: ['application/json'],
+    skills: app.mcp.tools.map(t => ({ id: t.name, name: t.title, description: t.description, tags: t.tags }))
+  })
+  app.get('/.well-known/agent.json', { schema }, async () => agentCard())
+  app.get('/.well-known/agent-card.json', { schema }, async () => agentCard())
+
+  // RFC 9728: where an MCP client learns how to get a token for /mcp.
+  app.get('/.well-known/oauth-protected-resource', { schema }, async () => ({
+    resource: endpoint,
+    authorization_servers: [publicBaseUrl],
+    bearer_methods_supported: ['header'],
+    scopes_supported: Object.keys(KNOWN_SCOPES),
+    resource_name: 'Marketplace gateway MCP endpoint',
+    resource_documentation: `${publicBaseUrl}/docs`
+  }))
+
+  // RFC 8414: the authorization server behind the access tokens.
+  app.get('/.well-known/oauth-authorization-server', { schema }, async () => ({
+    issuer: publicBaseUrl,
+    authorization_endpoint: `${publicBaseUrl}/oauth/authorize`,
+    token_endpoint: `${publicBaseUrl}/oauth/token`,
+    revocation_endpoint: `${publicBaseUrl}/oauth/revoke`,
+    jwks_uri: `${publicBaseUrl}/.well-known/jwks.json`,
+    response_types_supported: ['code'],
+    grant_types_supported: ['authorization_code', 'refresh_token'],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    scopes_supported: Object.keys(KNOWN_SCOPES),
+    authorization_response_iss_parameter_supported: true
+  }))
+}
+
+export default catalog

@@ -1,0 +1,62 @@
+import rateLimit from '@fastify/rate-limit'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Principal } from '../../plugins/auth/public-auth.js'
+import { ApiError, errors } from '../../plugins/errors.js'
+
+const LOOPBACK_LISTEN = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
+
+/**
+ * `/mcp` (contract 7): the Host/Origin guard, the per-IP and per-session rate limits and the access token answer
+ * first, in that order; only then is the request handed to the MCP transport.
+ */
+const mcp: FastifyPluginAsyncTypebox = async (app) => {
+  const { mcpBaseUrl, mcpAllowedOrigins, mcpRateLimitIp, mcpRateLimitSession, host } = app.config
+  const ownHost = new URL(mcpBaseUrl).host.toLowerCase()
+  const loopbackListen = LOOPBACK_LISTEN.has(host)
+  const resourceMetadata = `${mcpBaseUrl}/.well-known/oauth-protected-resource`
+
+  // DNS rebinding: a page on another site must not reach a local server through a name it controls.
+  app.addHook('onRequest', async (request: FastifyRequest) => {
+    const hostHeader = (request.headers.host ?? '').toLowerCase()
+    const hostname = hostHeader.replace(/:\d+$/, '')
+    if (hostHeader !== ownHost && !(loopbackListen && LOOPBACK_HOSTS.has(hostname))) {
+      throw errors.mcpForbidden('Forbidden: Host header is not allowed.')
+    }
+    const origin = request.headers.origin
+    if (origin !== undefined && !mcpAllowedOrigins.includes(origin)) throw errors.mcpForbidden('Forbidden: Origin is not allowed.')
+  })
+
+  await app.register(rateLimit, { global: false, redis: app.redis ?? undefined, nameSpace: 'mg-mcp-rl-', skipOnError: true })
+  const perIp = app.createRateLimit({ max: mcpRateLimitIp, timeWindow: 60_000, keyGenerator: r => `ip:${r.ip}` })
+  const perSession = app.createRateLimit({ max: mcpRateLimitSession, timeWindow: 60_000, keyGenerator: r => `session:${String(r.headers['mcp-session-id'])}` })
+  const limit = async (request: FastifyRequest): Promise<void> => {
+    for (const check of request.headers['mcp-session-id'] ? [perIp, perSession] : [perIp]) {
+      const verdict = await check(request)
+      if (!verdict.isAllowed && verdict.isExceeded) throw errors.mcpRateLimited(verdict.ttlInSeconds)
+    }
+  }
+
+  async function principalOf (request: FastifyRequest): Promise<Principal | null> {
+    if (request.headers.authorization === undefined) return null
+    try {
+      return await app.publicAuth.authenticate(request.headers.authorization)
+    } catch (err) {
+      throw err instanceof ApiError ? errors.mcpUnauthorized(err, resourceMetadata) : err
+    }
+  }
+
+  const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (request.method === 'POST' && (typeof request.body !== 'object' || request.body === null || Array.isArray(request.body))) {
+      throw errors.mcpParseError('the body must be one JSON-RPC message, a JSON object.')
+    }
+    await app.mcp.handle(request, reply, await principalOf(request))
+  }
+  const schema = { hide: true }
+  app.post('/mcp', { schema, onRequest: limit, config: { jsonRpcErrors: true } }, handler)
+  app.get('/mcp', { schema }, handler)
+  app.delete('/mcp', { schema }, handler)
+}
+
+export default mcp
