@@ -1,11 +1,9 @@
 import { request } from 'node:http'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { AppInstance } from '../app.js'
 import { bearer, build, install, type Installed } from './helper.js'
-
-type Test = Parameters<Parameters<typeof t.test>[1]>[0]
 
 async function serve (t: Test, env: Record<string, string> = {}): Promise<{ app: AppInstance, base: string }> {
   const app = await build(t, env)
@@ -45,7 +43,7 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
 
   t.match(client.getServerVersion(), { name: 'marketplace-gateway', version: '0.7.0' })
   const { tools } = await client.listTools()
-  const catalog = await (await fetch(`${base}/catalog.json`)).json()
+  const catalog = await (await fetch(`${base}/catalog.json`)).json() as any
   t.same(tools, catalog.tools.map(({ requiredScopes: _r, ...tool }: Record<string, unknown>) => tool), 'tools/list matches the catalog exactly')
   t.same(tools.map(tool => tool.name).sort(), [
     'create_webhook_subscription', 'delete_webhook_subscription', 'get_invoice', 'list_bills', 'list_customers', 'list_invoices',
@@ -72,11 +70,11 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
   t.equal(JSON.parse((openapi.contents[0] as { text: string }).text).openapi, '3.1.0')
   await t.rejects(client.readResource({ uri: 'marketplace://nope' }), /not found/i)
 
-  const card = await (await fetch(`${base}/.well-known/agent.json`)).json()
+  const card = await (await fetch(`${base}/.well-known/agent.json`)).json() as any
   t.same(card, await (await fetch(`${base}/.well-known/agent-card.json`)).json())
   t.match(card, { name: 'marketplace-gateway', version: '0.7.0', url: /\/mcp$/, defaultInputModes: Array, defaultOutputModes: Array, capabilities: Object })
   t.same(card.skills.map((s: { id: string }) => s.id), tools.map(x => x.name), 'one skill per tool')
-  const prm = await (await fetch(`${base}/.well-known/oauth-protected-resource`)).json()
+  const prm = await (await fetch(`${base}/.well-known/oauth-protected-resource`)).json() as any
   t.match(prm, { resource: /\/mcp$/, authorization_servers: ['http://gateway.test'] })
 })
 
@@ -141,7 +139,7 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
 
 t.test('sessions: active_sessions up, down on DELETE, down on idle expiry', async t => {
   const { base } = await serve(t, { MCP_SESSION_IDLE_MINUTES: '0.01' })
-  const sessions = async () => (await (await fetch(`${base}/health`)).json()).active_sessions
+  const sessions = async () => ((await (await fetch(`${base}/health`)).json()) as { active_sessions: number }).active_sessions
   t.equal(await sessions(), 0)
   const a = await rawSession(base)
   const b = await rawSession(base)
@@ -177,7 +175,7 @@ t.test('transport errors, tokens, Host and Origin', async t => {
   await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })
   const uninstalled = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...ACCEPT, ...bearer(i.accessToken) }, body: JSON.stringify(initialize) })
   t.equal(uninstalled.status, 401, 'the whole public pipeline runs')
-  t.equal((await uninstalled.json()).message, 'Install is not active.')
+  t.equal(((await uninstalled.json()) as { message: string }).message, 'Install is not active.')
 
   // fetch will not send a forged Host header; node:http will.
   const evilHost = await new Promise<number>((resolve, reject) => {
