@@ -214,3 +214,22 @@ t.test('rate limits: 60 a minute per session, 120 a minute per IP', async t => {
   t.equal(ipLimited.status, 429, 'the 121st request from one IP, across sessions')
   t.same(await ipLimited.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
 })
+
+t.test('the GET event stream opens, and closing the app ends it', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+  const session = await rawSession(base)
+  await (await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })
+  })).text()
+  const stream = await fetch(`${base}/mcp`, { headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' } })
+  t.equal(stream.status, 200)
+  t.match(stream.headers.get('content-type'), /^text\/event-stream/)
+  const started = Date.now()
+  await app.close()
+  t.ok(Date.now() - started < 5_000, 'close does not wait on the open stream')
+  await stream.body?.cancel().catch(() => {})
+})

@@ -103,7 +103,8 @@ export default fp(async (app) => {
     for (const [id, s] of sessions) if (s.lastSeen < cutoff) void closeSession(id)
   }, Math.min(30_000, Math.max(100, idleMs / 4)))
   sweeper.unref()
-  app.addHook('onClose', async () => {
+  // preClose, not onClose: an open GET event stream would otherwise keep the server from closing.
+  app.addHook('preClose', async () => {
     clearInterval(sweeper)
     await Promise.all([...sessions.keys()].map(closeSession))
   })
