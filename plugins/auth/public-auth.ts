@@ -1,17 +1,10 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { errors } from '../errors.js'
+import type { AccessState } from './access-state.js'
 
-/** The install a request acts for, as the database says it is right now. */
-export interface Principal {
-  installId: string
-  clientId: string
-  appSlug: string
-  orgRefId: string
-  entityRefId: string
-  /** Granted scopes from the database, not from the token. */
-  scopes: string[]
-}
+/** The install a request acts for, as the database says it is right now (scopes included, not the token's). */
+export type Principal = Omit<AccessState, 'status' | 'apiKeyEnabled' | 'keyDisabledAt'>
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -48,14 +41,8 @@ export default fp(async (app) => {
         throw errors.apiKeyDisabled()
       }
       if (state.status !== 'active') throw errors.installNotActive()
-      return {
-        installId: state.installId,
-        clientId: state.clientId,
-        appSlug: state.appSlug,
-        orgRefId: state.orgRefId,
-        entityRefId: state.entityRefId,
-        scopes: state.scopes
-      }
+      const { status: _status, apiKeyEnabled: _enabled, keyDisabledAt: _disabledAt, ...principal } = state
+      return principal
     }
   })
 }, { name: 'public-auth', dependencies: ['access-tokens', 'access-state'] })
