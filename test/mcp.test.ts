@@ -133,6 +133,7 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
   t.same(other.structuredContent, { ok: true, modified: 0 }, "another install's subscription is out of reach")
   const bad = await clients.good.callTool({ name: 'create_webhook_subscription', arguments: { topics: ['nope'], target_url: 'http://x' } })
   t.match(bad, { isError: true, structuredContent: { error: 'unknown_topic', unknown: ['nope'] } })
+  await t.rejects(clients.good.callTool({ name: 'no_such_tool', arguments: {} }), /Unknown tool: no_such_tool/, 'an unknown tool is a JSON-RPC error')
   const invalid = await clients.good.callTool({ name: 'get_invoice', arguments: { invoice: 1 } })
   t.match(invalid, { isError: true, structuredContent: { error: 'validation_error' } }, 'arguments are checked against the input schema')
 })
