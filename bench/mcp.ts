@@ -1,0 +1,522 @@
+/**
+ * Benchmark (issue 4): the MCP endpoint of the real app on real Postgres.
+ *
+ *   npx tsx bench/mcp.ts
+ *
+ * Needs Postgres at 127.0.0.1:5432 with trust auth for user `postgres`: a fresh database `mg_bench_mcp_<random>` is
+ * created for the run and dropped at the end. Environment:
+ *
+ *   BENCH_DATABASE_URL   use this database as it is instead (migrated, never dropped)
+ *   BENCH_ADMIN_URL      where to create the fresh database (default postgres://postgres@127.0.0.1:5432/postgres)
+ *   BENCH_SESSIONS       sessions held open at once (default 1000)
+ *   BENCH_WARM_SESSIONS  sessions opened, used and deleted before the baseline reading (default 100; 0 = none)
+ *   BENCH_OPEN_CONCURRENCY  initialize handshakes in flight while opening sessions (default 16)
+ *   BENCH_SECONDS        seconds of measurement per side, in total (default 10)
+ *   BENCH_ROUNDS         slices each side's seconds are cut into, alternating the sides (default 5)
+ *   BENCH_WARMUP         seconds of warm-up per side (default 2)
+ *   BENCH_CONNECTIONS    concurrent connections (default 50)
+ *   BENCH_WHOAMI_SESSIONS  sessions the whoami connections are spread over (default: one per connection)
+ *   BENCH_PHASES         sessions,load (default both; `load` alone opens only the sessions the load needs)
+ *   BENCH_SIDES          whoami,me (default both; one side alone is for profiling)
+ *   BENCH_LOG_LEVEL      the server's LOG_LEVEL (default info: one request line per request, serialised then dropped)
+ *   BENCH_CPU_PROF=DIR   run the server with --cpu-prof --cpu-prof-dir=DIR
+ *   BENCH_HEAP_SNAPSHOT=DIR  write heap snapshots of the server at the baseline and with all sessions open (writing
+ *                        one inflates RSS, so that run's RSS verdicts read n/a; diff the two snapshots instead)
+ *
+ * The server is `bench/mcp-server.ts`, a child process (`node --expose-gc --import tsx`) that builds the app,
+ * listens on 127.0.0.1, makes one install and reports its RSS after forced full GCs when asked over IPC. The
+ * sessions' clients and autocannon live in this process (autocannon in a worker thread), so none of their memory
+ * is counted.
+ *
+ * 1. Sessions. RSS of the server with no session ever opened ("cold"), then after BENCH_WARM_SESSIONS sessions were
+ *    opened, each used for one tools/call whoami and DELETEd ("baseline": code loaded and compiled, pools grown),
+ *    then with BENCH_SESSIONS sessions open. Each session: POST initialize (with the access token) and the
+ *    notifications/initialized notification, raw HTTP through an undici Agent of BENCH_OPEN_CONCURRENCY
+ *    connections, closed before each reading so no client socket is held on the server. /health must read
+ *    active_sessions = BENCH_SESSIONS. Target: RSS growth <= 50 KiB per session (from the baseline; the growth
+ *    from cold is printed too).
+ * 2. Load, with all sessions still open. First one tools/call whoami whose structuredContent must equal the body
+ *    of GET /public/v1/me. Then autocannon, BENCH_CONNECTIONS connections: POST /mcp tools/call whoami (each
+ *    connection on a session of its own, a fresh JSON-RPC id per request; every answer must be 200 and contain
+ *    that structuredContent, whether it comes back as JSON or SSE) against GET /public/v1/me (same token, same
+ *    connections, same seconds, the exact body expected), in alternating slices after a warm-up of each.
+ *    Target: req/s of whoami / req/s of /me >= 0.5. Server CPU time per request is shown for each side.
+ *
+ * Exits non-zero only when the run itself fails (setup error, a wrong answer, a session count that is off), never
+ * for a missed target.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { cpus, loadavg, tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { isDeepStrictEqual } from 'node:util'
+import { Worker } from 'node:worker_threads'
+import autocannon from 'autocannon'
+import pg from 'pg'
+import { Agent, request } from 'undici'
+
+const SESSIONS = positiveInt('BENCH_SESSIONS', 1000)
+const WARM_SESSIONS = positiveInt('BENCH_WARM_SESSIONS', 100, true)
+const OPEN_CONCURRENCY = positiveInt('BENCH_OPEN_CONCURRENCY', 16)
+const SECONDS = positiveInt('BENCH_SECONDS', 10)
+const WARMUP = positiveInt('BENCH_WARMUP', 2, true)
+const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50)
+const ROUNDS = positiveInt('BENCH_ROUNDS', 5)
+const WHOAMI_SESSIONS = positiveInt('BENCH_WHOAMI_SESSIONS', CONNECTIONS)
+const PHASES = list('BENCH_PHASES', ['sessions', 'load'])
+const SIDES = list('BENCH_SIDES', ['whoami', 'me'])
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info'
+const CPU_PROF = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined
+const HEAP_SNAPSHOT = process.env.BENCH_HEAP_SNAPSHOT ? resolve(process.env.BENCH_HEAP_SNAPSHOT) : undefined
+const PROTOCOL = '2025-11-25'
+const TARGET_KIB_PER_SESSION = 50
+const TARGET_RATIO = 0.5
+
+function positiveInt (name: string, fallback: number, zeroOk = false): number {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) throw new Error(`${name} must be an integer ${zeroOk ? '>= 0' : '>= 1'} (got ${JSON.stringify(raw)})`)
+  return n
+}
+
+function list (name: string, allowed: string[]): Set<string> {
+  const raw = process.env[name]
+  if (!raw) return new Set(allowed)
+  const items = raw.split(',').map(s => s.trim()).filter(Boolean)
+  for (const item of items) if (!allowed.includes(item)) throw new Error(`${name}: unknown ${JSON.stringify(item)} (allowed: ${allowed.join(', ')})`)
+  return new Set(items)
+}
+
+const HERE = dirname(fileURLToPath(import.meta.url))
+const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+const kib = (bytes: number, digits = 0): string => fmt(bytes / 1024, digits)
+const verdict = (ok: boolean): string => ok ? 'PASS' : 'MISS'
+
+// ---------------------------------------------------------------------------------------------------------------
+// The server process
+
+interface Memory { rss: number, heapTotal: number, heapUsed: number, external: number, arrayBuffers: number }
+interface Ready { type: 'ready', port: number, accessToken: string, me: string }
+
+class ServerProcess {
+  private nextId = 1
+  private readonly pending = new Map<number, { resolve: (v: any) => void, reject: (e: Error) => void }>()
+  private exited: Promise<number | null>
+
+  private constructor (readonly child: ChildProcess, readonly ready: Ready) {
+    this.exited = new Promise(resolve => child.once('exit', code => resolve(code)))
+    child.on('message', (msg: { id?: number, error?: string }) => {
+      const waiter = msg.id === undefined ? undefined : this.pending.get(msg.id)
+      if (!waiter) return
+      this.pending.delete(msg.id!)
+      if (msg.error) waiter.reject(new Error(`server: ${msg.error}`))
+      else waiter.resolve(msg)
+    })
+    child.once('exit', code => {
+      for (const w of this.pending.values()) w.reject(new Error(`server exited (${code})`))
+      this.pending.clear()
+    })
+  }
+
+  static async start (env: Record<string, string>): Promise<ServerProcess> {
+    const args = ['--expose-gc']
+    if (CPU_PROF) args.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`)
+    args.push('--import', 'tsx', join(HERE, 'mcp-server.ts'))
+    const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env }
+    // test/helper.ts makes a database of its own when DATABASE_URL is set.
+    delete childEnv.DATABASE_URL
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: childEnv, cwd: join(HERE, '..') })
+    const ready = await new Promise<Ready>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the server did not start within 60 s')), 60_000)
+      child.once('error', reject)
+      child.once('exit', code => { clearTimeout(timer); reject(new Error(`the server exited (${code}) before it was ready`)) })
+      child.on('message', (msg: { type?: string }) => {
+        if (msg.type === 'ready') { clearTimeout(timer); resolve(msg as Ready) }
+      })
+    })
+    return new ServerProcess(child, ready)
+  }
+
+  call<T> (msg: Record<string, unknown>): Promise<T> {
+    const id = this.nextId++
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject })
+      this.child.send({ ...msg, id })
+    })
+  }
+
+  async measure (): Promise<{ memory: Memory, sessions: number }> { return this.call({ type: 'measure' }) }
+  async cpuMicros (): Promise<number> {
+    const { cpu } = await this.call<{ cpu: { user: number, system: number } }>({ type: 'cpu' })
+    return cpu.user + cpu.system
+  }
+
+  async close (): Promise<void> {
+    if (this.child.exitCode !== null) return
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 15_000)
+    await this.call({ type: 'close' }).catch(() => {})
+    await this.exited
+    clearTimeout(timer)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Raw MCP over HTTP
+
+const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'bench', version: '1' } }
+})
+const INITIALIZED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })
+const whoamiBody = (id: number | string): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'whoami', arguments: {} } })
+
+/** The one JSON-RPC message of an answer, sent as JSON or as an SSE stream of one `data:` event. */
+function jsonRpcOf (contentType: string | undefined, text: string): any {
+  if (contentType?.startsWith('text/event-stream')) {
+    const data = text.split('\n').filter(l => l.startsWith('data:')).map(l => l.slice(5).trim()).filter(Boolean)
+    if (data.length !== 1) throw new Error(`expected one SSE data line, got ${data.length}: ${text.slice(0, 300)}`)
+    return JSON.parse(data[0]!)
+  }
+  return JSON.parse(text)
+}
+
+class McpClient {
+  readonly agent: Agent
+  constructor (readonly base: string, readonly token: string, connections: number) {
+    this.agent = new Agent({ connections, pipelining: 1 })
+  }
+
+  private async post (body: string, headers: Record<string, string>) {
+    const res = await request(`${this.base}/mcp`, {
+      method: 'POST', dispatcher: this.agent, body, headers: { ...MCP_HEADERS, authorization: `Bearer ${this.token}`, ...headers }
+    })
+    const text = await res.body.text()
+    return { status: res.statusCode, headers: res.headers, text }
+  }
+
+  /** initialize, then notifications/initialized: a session ready for calls. */
+  async open (): Promise<string> {
+    const init = await this.post(INITIALIZE, {})
+    const id = init.headers['mcp-session-id']
+    if (init.status !== 200 || typeof id !== 'string') throw new Error(`initialize: ${init.status} ${init.text.slice(0, 300)}`)
+    const answer = jsonRpcOf(init.headers['content-type'] as string | undefined, init.text)
+    if (answer.result?.protocolVersion !== PROTOCOL) throw new Error(`initialize answered ${init.text.slice(0, 300)}`)
+    const note = await this.post(INITIALIZED, { 'mcp-session-id': id, 'mcp-protocol-version': PROTOCOL })
+    if (note.status !== 202) throw new Error(`notifications/initialized: ${note.status} ${note.text.slice(0, 300)}`)
+    return id
+  }
+
+  async whoami (session: string, id: number): Promise<{ raw: string, message: any }> {
+    const res = await this.post(whoamiBody(id), { 'mcp-session-id': session, 'mcp-protocol-version': PROTOCOL })
+    if (res.status !== 200) throw new Error(`tools/call whoami: ${res.status} ${res.text.slice(0, 300)}`)
+    return { raw: res.text, message: jsonRpcOf(res.headers['content-type'] as string | undefined, res.text) }
+  }
+
+  async remove (session: string): Promise<void> {
+    const res = await request(`${this.base}/mcp`, {
+      method: 'DELETE', dispatcher: this.agent, headers: { 'mcp-session-id': session, 'mcp-protocol-version': PROTOCOL, authorization: `Bearer ${this.token}` }
+    })
+    await res.body.text()
+    if (res.statusCode !== 200) throw new Error(`DELETE /mcp: ${res.statusCode}`)
+  }
+
+  /** Opens `n` sessions, `concurrency` handshakes in flight. */
+  async openMany (n: number, concurrency: number): Promise<string[]> {
+    const ids: string[] = []
+    let started = 0
+    const lane = async (): Promise<void> => {
+      while (started < n) {
+        started++
+        ids.push(await this.open())
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(concurrency, n) }, lane))
+    return ids
+  }
+}
+
+async function activeSessions (base: string): Promise<number> {
+  const res = await fetch(`${base}/health`, { headers: { connection: 'close' } })
+  if (res.status !== 200) throw new Error(`/health: ${res.status}`)
+  return ((await res.json()) as { active_sessions: number }).active_sessions
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Load
+
+interface Side {
+  name: string
+  opts: autocannon.Options
+  /** whoami: each connection gets one of these session ids, in turn. */
+  sessions?: string[]
+  /** whoami: every answer must contain this (its structuredContent, serialised). */
+  expect?: string
+}
+
+interface RawResult {
+  totalCompletedRequests: number
+  duration: number
+  errors: number
+  timeouts: number
+  mismatches: number
+  non2xx: number
+}
+
+interface Figures { rps: number, p50: number, p99: number, total: number, duration: number, cpuPerRequest: number }
+
+const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon')
+const aggregateResult = (autocannon as unknown as {
+  aggregateResult(results: RawResult[], opts: autocannon.Options): autocannon.Result
+}).aggregateResult
+
+/**
+ * autocannon in a worker thread (a fresh one per slice). Functions cannot cross into the worker, so the per-connection
+ * session (setupClient) and the body check (verifyBody) are built there from plain data.
+ */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const { autocannon, opts, sessions, expect } = workerData
+if (sessions) {
+  let next = 0
+  opts.setupClient = client => client.setHeaders({ ...opts.headers, 'mcp-session-id': sessions[next++ % sessions.length] })
+}
+if (expect) opts.verifyBody = body => typeof body === 'string' && body.includes(expect)
+require(autocannon)(opts, (err, result) => {
+  if (err) parentPort.postMessage({ error: String(err && err.stack || err) })
+  else parentPort.postMessage({ result })
+})`
+
+function slice (side: Side, seconds: number): Promise<RawResult> {
+  const opts = { ...side.opts, connections: CONNECTIONS, duration: seconds }
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { autocannon: AUTOCANNON, opts, sessions: side.sessions, expect: side.expect } })
+    worker.once('message', (msg: { error?: string, result?: RawResult }) => {
+      if (msg.result) resolve(msg.result)
+      else reject(new Error(`autocannon: ${msg.error}`))
+      void worker.terminate()
+    })
+    worker.once('error', reject)
+    worker.once('exit', code => reject(new Error(`load worker exited (${code}) without a result`)))
+  })
+}
+
+function figures (side: Side, results: RawResult[], cpuMicros: number): Figures {
+  const sum = (k: keyof RawResult): number => results.reduce((n, r) => n + r[k], 0)
+  const bad = sum('non2xx') + sum('errors') + sum('timeouts') + sum('mismatches')
+  const total = sum('totalCompletedRequests')
+  if (bad > 0 || total === 0) {
+    throw new Error(`${side.name}: ${total} answers, ${sum('non2xx')} non-2xx, ${sum('errors')} errors, ` +
+      `${sum('timeouts')} timeouts, ${sum('mismatches')} unexpected bodies`)
+  }
+  const merged = aggregateResult(results, { url: side.opts.url, connections: CONNECTIONS })
+  const duration = sum('duration')
+  return { rps: total / duration, p50: merged.latency.p50, p99: merged.latency.p99, total, duration, cpuPerRequest: cpuMicros / total }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function main (): Promise<void> {
+  const cleanups: Array<() => Promise<void> | void> = []
+  const summary: string[] = []
+  const markdown: string[] = []
+  try {
+    let databaseUrl = process.env.BENCH_DATABASE_URL
+    if (!databaseUrl) {
+      const adminUrl = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+      const name = `mg_bench_mcp_${randomBytes(4).toString('hex')}`
+      const admin = new pg.Client({ connectionString: adminUrl })
+      await admin.connect()
+      await admin.query(`create database ${pg.escapeIdentifier(name)}`)
+      await admin.end()
+      cleanups.push(async () => {
+        const c = new pg.Client({ connectionString: adminUrl })
+        await c.connect()
+        await c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`)
+        await c.end()
+      })
+      const url = new URL(adminUrl)
+      url.pathname = `/${name}`
+      databaseUrl = url.toString()
+    }
+    const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-mcp-'))
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true })
+    if (HEAP_SNAPSHOT) mkdirSync(HEAP_SNAPSHOT, { recursive: true })
+
+    const started = Date.now()
+    const server = await ServerProcess.start({
+      BENCH_SERVER_DATABASE_URL: databaseUrl, BENCH_SERVER_DATA_DIR: dataDir, BENCH_SERVER_LOG_LEVEL: LOG_LEVEL
+    })
+    cleanups.push(() => server.close())
+    const { port, accessToken, me } = server.ready
+    const base = `http://127.0.0.1:${port}`
+    const identity: unknown = JSON.parse(me)
+
+    const cpu = cpus()
+    console.log('marketplace-gateway bench: MCP sessions, tools/call whoami vs GET /public/v1/me')
+    console.log(`  server: bench/mcp-server.ts in its own process (pid ${server.child.pid}), buildApp on Postgres ${new URL(databaseUrl).host}, ` +
+      `LOG_LEVEL ${LOG_LEVEL} (lines dropped), all rate limits 1,000,000/min; ready in ${fmt((Date.now() - started) / 1000, 1)} s`)
+    console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), load average ${loadavg()[0]!.toFixed(2)}`)
+
+    let sessionIds: string[] = []
+    if (PHASES.has('sessions')) {
+      console.log('')
+      console.log(`sessions: ${fmt(SESSIONS)} held open (raw HTTP initialize + notifications/initialized, ${OPEN_CONCURRENCY} in flight)`)
+      const cold = await server.measure()
+      if (cold.sessions !== 0) throw new Error(`${cold.sessions} sessions before any was opened`)
+
+      if (WARM_SESSIONS > 0) {
+        const warm = new McpClient(base, accessToken, OPEN_CONCURRENCY)
+        const ids = await warm.openMany(WARM_SESSIONS, OPEN_CONCURRENCY)
+        let n = 0
+        await Promise.all(ids.map(async id => { await warm.whoami(id, ++n); await warm.remove(id) }))
+        await warm.agent.close()
+      }
+      if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${(await server.call<{ path: string }>({ type: 'snapshot', path: join(HEAP_SNAPSHOT, 'baseline.heapsnapshot') })).path}`)
+      const baseline = await server.measure()
+      if (baseline.sessions !== 0) throw new Error(`${baseline.sessions} sessions left after the warm-up`)
+
+      const client = new McpClient(base, accessToken, OPEN_CONCURRENCY)
+      const t0 = Date.now()
+      sessionIds = await client.openMany(SESSIONS, OPEN_CONCURRENCY)
+      const openSeconds = (Date.now() - t0) / 1000
+      await client.agent.close()
+      const health = await activeSessions(base)
+      if (health !== SESSIONS) throw new Error(`/health active_sessions reads ${health}, expected ${SESSIONS}`)
+      if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${(await server.call<{ path: string }>({ type: 'snapshot', path: join(HEAP_SNAPSHOT, 'open.heapsnapshot') })).path}`)
+      const open = await server.measure()
+      if (open.sessions !== SESSIONS) throw new Error(`the server counts ${open.sessions} sessions, expected ${SESSIONS}`)
+
+      const row = (label: string, m: Memory): string => `  ${label.padEnd(38)} rss ${kib(m.rss).padStart(8)} KiB   heapUsed ${kib(m.heapUsed).padStart(8)} KiB   ` +
+        `heapTotal ${kib(m.heapTotal).padStart(8)} KiB   external ${kib(m.external).padStart(7)} KiB`
+      console.log(row('cold (no session yet)', cold.memory))
+      console.log(row(`baseline (${WARM_SESSIONS} sessions opened, closed)`, baseline.memory))
+      console.log(row(`${fmt(SESSIONS)} sessions open`, open.memory))
+      const growth = open.memory.rss - baseline.memory.rss
+      const perSession = growth / SESSIONS / 1024
+      const perSessionCold = (open.memory.rss - cold.memory.rss) / SESSIONS / 1024
+      const heapPerSession = (open.memory.heapUsed - baseline.memory.heapUsed) / SESSIONS / 1024
+      console.log(`  opened in ${fmt(openSeconds, 1)} s (${fmt(SESSIONS / openSeconds)} sessions/s); /health active_sessions = ${health}`)
+      console.log(`  RSS growth ${kib(growth)} KiB from the baseline = ${fmt(perSession, 1)} KiB per session ` +
+        `(heapUsed ${fmt(heapPerSession, 1)} KiB per session); from cold ${kib(open.memory.rss - cold.memory.rss)} KiB = ${fmt(perSessionCold, 1)} KiB per session`)
+      // Writing a heap snapshot takes far more memory than the sessions do: the RSS readings of such a run mean nothing.
+      const rssVerdict = (perKiB: number): string => HEAP_SNAPSHOT ? 'n/a (heap snapshots were written)' : verdict(perKiB <= TARGET_KIB_PER_SESSION)
+      summary.push(`  RSS per session    ${fmt(perSession, 1)} KiB  target <= ${TARGET_KIB_PER_SESSION} KiB  ${rssVerdict(perSession)}` +
+        `   (from cold: ${fmt(perSessionCold, 1)} KiB, ${rssVerdict(perSessionCold)}; /health active_sessions ${health})`)
+      markdown.push(`sessions: ${kib(baseline.memory.rss)} → ${kib(open.memory.rss)} KiB RSS, growth ${kib(growth)} KiB, ${fmt(perSession, 1)} KiB/session ` +
+        `(${rssVerdict(perSession)}; from cold ${fmt(perSessionCold, 1)}), heapUsed ${fmt(heapPerSession, 1)} KiB/session, active_sessions ${health}`)
+    }
+
+    if (PHASES.has('load')) {
+      const needed = Math.min(WHOAMI_SESSIONS, CONNECTIONS)
+      if (sessionIds.length < needed) {
+        const client = new McpClient(base, accessToken, OPEN_CONCURRENCY)
+        sessionIds.push(...await client.openMany(needed - sessionIds.length, OPEN_CONCURRENCY))
+        await client.agent.close()
+      }
+      const loadSessions = sessionIds.slice(0, needed)
+
+      // One call first: the structuredContent must be /me's body exactly.
+      const probeClient = new McpClient(base, accessToken, 1)
+      const probe = await probeClient.whoami(loadSessions[0]!, 1)
+      await probeClient.agent.close()
+      const structured = probe.message.result?.structuredContent
+      if (!isDeepStrictEqual(structured, identity)) {
+        throw new Error(`whoami's structuredContent ${JSON.stringify(structured)} is not GET /public/v1/me's body ${me}`)
+      }
+      if (probe.message.result?.isError) throw new Error(`whoami answered a tool error: ${probe.raw}`)
+      const expect = JSON.stringify(structured)
+      if (!probe.raw.includes(expect)) throw new Error('the serialised structuredContent is not found verbatim in the answer')
+
+      const auth = { authorization: `Bearer ${accessToken}` }
+      const whoami: Side = {
+        name: 'tools/call whoami',
+        opts: {
+          url: `${base}/mcp`,
+          method: 'POST',
+          headers: { ...MCP_HEADERS, 'mcp-protocol-version': PROTOCOL, ...auth },
+          // A fresh JSON-RPC id per request (autocannon's [<id>]): ids are per session and must not be reused.
+          body: whoamiBody('[<id>]'),
+          idReplacement: true
+        },
+        sessions: loadSessions,
+        expect
+      }
+      const meSide: Side = { name: 'GET /public/v1/me', opts: { url: `${base}/public/v1/me`, headers: auth, expectBody: me } }
+      const sides = [whoami, meSide].filter(s => SIDES.has(s === whoami ? 'whoami' : 'me'))
+
+      console.log('')
+      console.log(`load: ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) (warm-up ${WARMUP} s each), ` +
+        `autocannon in a worker thread; whoami over ${loadSessions.length} session(s) (${loadSessions.length < CONNECTIONS ? 'shared by the connections in turn' : 'one per connection'}), ` +
+        `${sessionIds.length} sessions open`)
+      console.log(`  whoami answer (${probe.raw.startsWith('event:') || probe.raw.includes('\ndata:') ? 'SSE' : 'JSON'}): ${probe.raw.trim().replace(/\n/g, '\\n')}`)
+      console.log(`  /me body: ${me}`)
+      if (WARMUP > 0) {
+        process.stdout.write('  warming up… ')
+        for (const side of sides) figures(side, [await slice(side, WARMUP)], 0)
+        process.stdout.write('done\n')
+      }
+      const perSlice = SECONDS / ROUNDS
+      const raw = new Map<Side, RawResult[]>(sides.map(s => [s, []]))
+      const cpuUsed = new Map<Side, number>(sides.map(s => [s, 0]))
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = round % 2 === 0 ? sides : [...sides].reverse()
+        const parts: string[] = []
+        for (const side of order) {
+          const before = await server.cpuMicros()
+          const r = await slice(side, perSlice)
+          cpuUsed.set(side, cpuUsed.get(side)! + await server.cpuMicros() - before)
+          raw.get(side)!.push(r)
+          parts.push(`${side.name} ${fmt(r.totalCompletedRequests / r.duration)} req/s`)
+        }
+        console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
+      }
+      const results = new Map(sides.map(s => [s, figures(s, raw.get(s)!, cpuUsed.get(s)!)]))
+      console.log('')
+      const rows = [['side', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'server CPU µs/req']]
+      for (const [s, f] of results) rows.push([s.name, fmt(f.rps), fmt(f.p50), fmt(f.p99), fmt(f.total), fmt(f.cpuPerRequest)])
+      const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
+      for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
+
+      const after = await server.measure()
+      if (after.sessions !== sessionIds.length) throw new Error(`after the load the server counts ${after.sessions} sessions, expected ${sessionIds.length}`)
+      console.log(`  after the load: rss ${kib(after.memory.rss)} KiB, heapUsed ${kib(after.memory.heapUsed)} KiB, ${after.sessions} sessions`)
+
+      const w = results.get(whoami)
+      const m = results.get(meSide)
+      if (w && m) {
+        const ratio = w.rps / m.rps
+        summary.push(`  ratio whoami / me  ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ${verdict(ratio >= TARGET_RATIO)}` +
+          `   (whoami ${fmt(w.rps)} req/s p50 ${w.p50} ms p99 ${w.p99} ms; /me ${fmt(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms)`)
+        markdown.push(`| ${fmt(w.rps)} | ${w.p50} | ${w.p99} | ${fmt(w.cpuPerRequest)} | ${fmt(m.rps)} | ${m.p50} | ${m.p99} | ${fmt(m.cpuPerRequest)} | ${ratio.toFixed(3)} | ${verdict(ratio >= TARGET_RATIO)} |`)
+      }
+    }
+
+    console.log('')
+    console.log('summary:')
+    for (const line of summary) console.log(line)
+    console.log(`  total time ${fmt((Date.now() - started) / 1000, 0)} s`)
+    if (markdown.length > 0) {
+      console.log('')
+      for (const line of markdown) console.log(`markdown: ${line}`)
+    }
+    if (CPU_PROF) console.log(`cpu profile: written to ${CPU_PROF} when the server exits`)
+  } finally {
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn()
+      } catch (err) {
+        console.error('cleanup failed:', err)
+      }
+    }
+  }
+}
+
+main().then(() => process.exit(0), err => {
+  console.error('\nbench failed:', err)
+  process.exit(1)
+})
