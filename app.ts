@@ -119,6 +119,5 @@ export async function buildWorker (config: Config, opts: BuildOptions = {}) {
   await app.register(configPlugin, { config: { ...config, webhookWorker: true } })
   await app.register(db)
   await app.register(webhooks)
-  await app.register(mcp)
   return app
 }

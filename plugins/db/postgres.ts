@@ -6,7 +6,7 @@ import type { Db, Queryable } from './types.js'
 const RECONNECT_MS = 250
 
 export async function createPostgres (url: string, log: FastifyBaseLogger): Promise<Db> {
-  const pool = new pg.Pool({ connectionString: url, max: 10, idleTimeoutMillis: 30_000 })
+  const pool = new pg.Pool({ connectionString: url, max: 20, idleTimeoutMillis: 30_000 })
   // An idle client that loses its connection must not crash the process; the pool replaces it.
   pool.on('error', err => log.warn({ err }, 'idle postgres client error'))
   await pool.query('select 1')
@@ -61,9 +61,17 @@ export async function createPostgres (url: string, log: FastifyBaseLogger): Prom
 
   await connectListener()
 
+  // Named statements are parsed and planned once per connection, not on every call: the service's SQL is a
+  // small fixed set, so the name is simply a number per distinct text.
+  const names = new Map<string, string>()
+  const nameOf = (sql: string): string => {
+    let name = names.get(sql)
+    if (!name) names.set(sql, name = `mg${names.size}`)
+    return name
+  }
   const queryable = (c: pg.Pool | pg.PoolClient): Queryable => ({
     async query<T> (sql: string, params?: unknown[]) {
-      const res = await c.query(sql, params as unknown[])
+      const res = await c.query({ name: nameOf(sql), text: sql, values: params as unknown[] })
       return res.rows as T[]
     }
   })

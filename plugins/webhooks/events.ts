@@ -1,7 +1,6 @@
 import fp from 'fastify-plugin'
 import { randomToken } from '../../lib/crypto.js'
 import { topicKind } from '../../lib/topics.js'
-import { notify } from '../db/index.js'
 import { errors } from '../errors.js'
 import { WAKEUP_CHANNEL } from './queue.js'
 
@@ -38,27 +37,31 @@ export default fp(async (app) => {
       const body = JSON.stringify({
         id, topic: e.topic, created_at: createdAt.toISOString(), org_ref_id: e.org_ref_id, entity_ref_id: e.entity_ref_id, data: e.data
       })
-      return db.tx(async q => {
-        const inserted = await q.query<{ id: string }>(
-          `insert into webhook_events (id, producer_id, topic, org_ref_id, entity_ref_id, body, delivery_count, created_at)
-           values ($1, $2, $3, $4, $5, $6, 0, $7)
-           on conflict (producer_id) do nothing returning id`,
-          [id, e.id ?? null, e.topic, e.org_ref_id, e.entity_ref_id, body, createdAt])
-        if (inserted.length === 0) {
-          const [first] = await q.query<{ id: string, delivery_count: number }>(
-            'select id, delivery_count from webhook_events where producer_id = $1', [e.id])
-          return { id: first!.id, deliveries: first!.delivery_count }
-        }
-        const fanout = await q.query(
-          `insert into webhook_deliveries (id, event_id, subscription_id)
-           select 'dlv_' || replace(gen_random_uuid()::text, '-', ''), $1, s.id
-             from webhook_subscriptions s join installs i on i.install_id = s.install_id
-            where s.is_active and i.status = 'active' and s.org_ref_id = $2 and s.entity_ref_id = $3 and $4 = any(s.topics)
-           returning id`, [id, e.org_ref_id, e.entity_ref_id, e.topic])
-        await q.query('update webhook_events set delivery_count = $2 where id = $1', [id, fanout.length])
-        if (fanout.length > 0) await notify(q, WAKEUP_CHANNEL, id)
-        return { id, deliveries: fanout.length }
-      })
+      // One statement, so one round trip and its own transaction: the event, its fan-out and the wake-up
+      // notification are stored together or not at all.
+      const [row] = await db.query<{ inserted: boolean, deliveries: number }>(
+        `with targets as (
+           select s.id from webhook_subscriptions s join installs i on i.install_id = s.install_id
+            where s.is_active and i.status = 'active' and s.org_ref_id = $4 and s.entity_ref_id = $5 and $3 = any(s.topics)
+         ), event as (
+           insert into webhook_events (id, producer_id, topic, org_ref_id, entity_ref_id, body, delivery_count, created_at)
+           select $1, $2, $3, $4, $5, $6, count(*), $7 from targets
+           on conflict (producer_id) do nothing
+           returning id, delivery_count
+         ), fanout as (
+           insert into webhook_deliveries (id, event_id, subscription_id)
+           select 'dlv_' || replace(gen_random_uuid()::text, '-', ''), event.id, targets.id from event, targets
+           returning 1
+         )
+         select exists (select 1 from event) as inserted,
+                (select count(*)::int from fanout) as deliveries,
+                (select pg_notify($8, $1) from event where delivery_count > 0) is not null as notified`,
+        [id, e.id ?? null, e.topic, e.org_ref_id, e.entity_ref_id, body, createdAt, WAKEUP_CHANNEL])
+      if (row!.inserted) return { id, deliveries: row!.deliveries }
+      // A producer id seen before: the first result, unchanged.
+      const [first] = await db.query<{ id: string, delivery_count: number }>(
+        'select id, delivery_count from webhook_events where producer_id = $1', [e.id])
+      return { id: first!.id, deliveries: first!.delivery_count }
     }
   })
 }, { name: 'webhook-events', dependencies: ['db'] })

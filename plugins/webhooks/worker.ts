@@ -67,6 +67,8 @@ class DeliveryWorker {
   private pending: AttemptResult[] = []
   private flushing: Promise<void> | undefined
   private wake: (() => void) | undefined
+  /** A signal that arrived while the loop was busy: the loop must not then sleep. */
+  private woken = false
   private loopDone: Promise<void> | undefined
   private reaper: NodeJS.Timeout | undefined
 
@@ -103,6 +105,7 @@ class DeliveryWorker {
   }
 
   private signal (): void {
+    this.woken = true
     const wake = this.wake
     this.wake = undefined
     wake?.()
@@ -111,6 +114,7 @@ class DeliveryWorker {
   private async loop (): Promise<void> {
     const { webhookConcurrency: concurrency, webhookLeaseSeconds: lease } = this.app.config
     while (this.running) {
+      this.woken = false
       const free = concurrency - this.inFlight
       let claimed: ClaimedDelivery[] = []
       if (free > 0) {
@@ -121,7 +125,7 @@ class DeliveryWorker {
         }
         for (const delivery of claimed) void this.attempt(delivery)
       }
-      if (claimed.length > 0 && claimed.length === free) continue
+      if ((claimed.length > 0 && claimed.length === free) || this.woken) continue
       await new Promise<void>(resolve => {
         const timer = setTimeout(resolve, POLL_MS)
         this.wake = () => { clearTimeout(timer); resolve() }
@@ -162,6 +166,8 @@ class DeliveryWorker {
     } finally {
       this.inFlight--
     }
+    // A slot is free: claim more while this result is being written, and again once it is (a retry may be due).
+    this.signal()
     await this.flush()
     this.signal()
   }
