@@ -46,7 +46,6 @@
  * for a missed target.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { cpus, loadavg, tmpdir } from 'node:os'
@@ -55,8 +54,8 @@ import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
 import { Worker } from 'node:worker_threads'
 import autocannon from 'autocannon'
-import pg from 'pg'
 import { Agent, request } from 'undici'
+import { positiveInt, fmt, verdict, benchDatabase } from './lib.js'
 
 const SESSIONS = positiveInt('BENCH_SESSIONS', 1000)
 const WARM_SESSIONS = positiveInt('BENCH_WARM_SESSIONS', 100, true)
@@ -75,13 +74,6 @@ const PROTOCOL = '2025-11-25'
 const TARGET_KIB_PER_SESSION = 50
 const TARGET_RATIO = 0.5
 
-function positiveInt (name: string, fallback: number, zeroOk = false): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const n = Number(raw)
-  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) throw new Error(`${name} must be an integer ${zeroOk ? '>= 0' : '>= 1'} (got ${JSON.stringify(raw)})`)
-  return n
-}
 
 function list (name: string, allowed: string[]): Set<string> {
   const raw = process.env[name]
@@ -92,9 +84,7 @@ function list (name: string, allowed: string[]): Set<string> {
 }
 
 const HERE = dirname(fileURLToPath(import.meta.url))
-const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 const kib = (bytes: number, digits = 0): string => fmt(bytes / 1024, digits)
-const verdict = (ok: boolean): string => ok ? 'PASS' : 'MISS'
 
 // ---------------------------------------------------------------------------------------------------------------
 // The server process
@@ -324,24 +314,9 @@ async function main (): Promise<void> {
   const summary: string[] = []
   const markdown: string[] = []
   try {
-    let databaseUrl = process.env.BENCH_DATABASE_URL
-    if (!databaseUrl) {
-      const adminUrl = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-      const name = `mg_bench_mcp_${randomBytes(4).toString('hex')}`
-      const admin = new pg.Client({ connectionString: adminUrl })
-      await admin.connect()
-      await admin.query(`create database ${pg.escapeIdentifier(name)}`)
-      await admin.end()
-      cleanups.push(async () => {
-        const c = new pg.Client({ connectionString: adminUrl })
-        await c.connect()
-        await c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`)
-        await c.end()
-      })
-      const url = new URL(adminUrl)
-      url.pathname = `/${name}`
-      databaseUrl = url.toString()
-    }
+    const database = await benchDatabase('mg_bench_mcp')
+    cleanups.push(database.drop)
+    const databaseUrl = database.url
     const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-mcp-'))
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
     if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true })

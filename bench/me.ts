@@ -30,20 +30,18 @@
  * Exits non-zero only when the run itself fails (setup error, or a side that answered anything but the expected
  * 200 body, which would make its figures meaningless) — never for a missed target.
  */
-import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import { Worker } from 'node:worker_threads'
 import autocannon from 'autocannon'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
-import pg from 'pg'
 import { buildApp, type AppInstance } from '../app.js'
 import { loadConfig } from '../plugins/config.js'
 import requestLog, { genReqId, loggerOptions } from '../plugins/request-log.js'
 import { install } from '../test/helper.js'
+import { positiveInt, fmt, verdict, discard, benchDatabase } from './lib.js'
 
 const SECONDS = positiveInt('BENCH_SECONDS', 10)
 const WARMUP = positiveInt('BENCH_WARMUP', 2, true)
@@ -55,16 +53,7 @@ const PATH = '/public/v1/me'
 const TARGET_RATIO = 0.5
 const TARGET_P99_MS = 25
 
-function positiveInt (name: string, fallback: number, zeroOk = false): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const n = Number(raw)
-  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) throw new Error(`${name} must be an integer ${zeroOk ? '>= 0' : '>= 1'} (got ${JSON.stringify(raw)})`)
-  return n
-}
 
-/** A log destination that accepts and drops everything: logging is paid for up to the write. */
-const discard = (): Writable => new Writable({ write (_chunk, _encoding, cb) { cb() } })
 
 interface Side {
   name: string
@@ -159,31 +148,13 @@ async function listen (app: FastifyInstance | AppInstance): Promise<string> {
   return `http://127.0.0.1:${address.port}${PATH}`
 }
 
-const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
-const verdict = (ok: boolean): string => ok ? 'PASS' : 'MISS'
 
 async function main (): Promise<void> {
   const cleanups: Array<() => Promise<void> | void> = []
   try {
-    // Database: a fresh one unless told otherwise.
-    let databaseUrl = process.env.BENCH_DATABASE_URL
-    if (!databaseUrl) {
-      const adminUrl = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-      const name = `mg_bench_${randomBytes(4).toString('hex')}`
-      const admin = new pg.Client({ connectionString: adminUrl })
-      await admin.connect()
-      await admin.query(`create database ${pg.escapeIdentifier(name)}`)
-      await admin.end()
-      cleanups.push(async () => {
-        const c = new pg.Client({ connectionString: adminUrl })
-        await c.connect()
-        await c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`)
-        await c.end()
-      })
-      const url = new URL(adminUrl)
-      url.pathname = `/${name}`
-      databaseUrl = url.toString()
-    }
+    const database = await benchDatabase('mg_bench')
+    cleanups.push(database.drop)
+    const databaseUrl = database.url
 
     const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-'))
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))

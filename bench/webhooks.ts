@@ -75,6 +75,7 @@ import { loadConfig } from '../plugins/config.js'
 import { WAKEUP_CHANNEL } from '../plugins/webhooks/queue.js'
 import type { Installed } from '../test/helper.js'
 import { selfSigned } from '../test/receiver.js'
+import { positiveInt, fmt, verdict, benchDatabase } from './lib.js'
 
 const EVENTS = positiveInt('BENCH_EVENTS', 20_000)
 const FANOUT_SUBSCRIPTIONS = positiveInt('BENCH_FANOUT_SUBSCRIPTIONS', 200)
@@ -97,19 +98,10 @@ const LOOP_RESOLUTION_MS = 5
 const TARGET_RATE = 1_000
 const TARGET_P50_MS = 50
 
-function positiveInt (name: string, fallback: number, zeroOk = false): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  const n = Number(raw)
-  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) throw new Error(`${name} must be an integer ${zeroOk ? '>= 0' : '>= 1'} (got ${JSON.stringify(raw)})`)
-  return n
-}
 
 /** Milliseconds on the process-wide monotonic clock (comparable between threads). */
 const now = (): number => Number(process.hrtime.bigint()) / 1e6
 const sleep = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
-const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
-const verdict = (ok: boolean): string => ok ? 'PASS' : 'MISS'
 
 function quantile (sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN
@@ -640,24 +632,9 @@ async function main (): Promise<void> {
   const cleanups: Array<() => Promise<void> | void> = []
   let failed = false
   try {
-    let databaseUrl = process.env.BENCH_DATABASE_URL
-    if (!databaseUrl) {
-      const adminUrl = process.env.BENCH_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-      const name = `mg_bench_wh_${randomBytes(4).toString('hex')}`
-      const admin = new pg.Client({ connectionString: adminUrl })
-      await admin.connect()
-      await admin.query(`create database ${pg.escapeIdentifier(name)}`)
-      await admin.end()
-      cleanups.push(async () => {
-        const c = new pg.Client({ connectionString: adminUrl })
-        await c.connect()
-        await c.query(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`)
-        await c.end()
-      })
-      const url = new URL(adminUrl)
-      url.pathname = `/${name}`
-      databaseUrl = url.toString()
-    }
+    const database = await benchDatabase('mg_bench_wh')
+    cleanups.push(database.drop)
+    const databaseUrl = database.url
 
     // The receiver: arrivals go to whichever phase is current.
     const { key, cert, caFile } = selfSigned()
