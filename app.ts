@@ -60,7 +60,8 @@ function createInstance (config: Config, opts: BuildOptions) {
     requestIdHeader: false,
     genReqId,
     requestTimeout: 30_000,
-    return503OnClosing: true,
+    // While closing, requests still in the pipe are answered normally; /health/ready says 503 (routes/health).
+    return503OnClosing: false,
     routerOptions: { maxParamLength: 256 },
     frameworkErrors,
     clientErrorHandler

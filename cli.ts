@@ -96,7 +96,11 @@ if (!run) {
   process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`)
   process.exit(2)
 }
-Promise.resolve(run()).catch(err => {
+Promise.resolve().then(run).catch(err => {
+  if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`)
+    process.exit(2)
+  }
   process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `${(err as Error).stack ?? err}\n`)
   process.exit(1)
 })

@@ -1,7 +1,8 @@
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type Config } from './plugins/config.js'
 
-const SHUTDOWN_GRACE_MS = 10_000
+// Longer than a delivery attempt's 15 s, which the worker lets finish; shorter than Kubernetes' default 30 s.
+const SHUTDOWN_GRACE_MS = 25_000
 
 function newcomerBanner (config: Config, url: string): string {
   const lines = [

@@ -86,6 +86,7 @@ export const errors = {
   mcpRateLimited: (retryAfterSeconds: number) => new JsonRpcHttpError(429, -32000, 'Rate limit exceeded.', { 'retry-after': String(retryAfterSeconds) }),
   mcpForbidden: (message: string) => new JsonRpcHttpError(403, -32000, message),
   mcpParseError: (message: string) => new JsonRpcHttpError(400, -32700, `Parse error: ${message}`),
+  mcpInvalidRequest: (status: number, message: string) => new JsonRpcHttpError(status, -32600, `Invalid Request: ${message}`),
   /** A refused token on /mcp: the same error, pointing clients at the protected-resource metadata (RFC 9728). */
   mcpUnauthorized: (e: ApiError, resourceMetadata: string) => new ApiError(e.statusCode, e.code, e.message, e.extra, {
     'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", error="invalid_token", error_description="${quote(e.message)}"`
@@ -132,7 +133,10 @@ declare module 'fastify' {
 /** Maps whatever was thrown to a catalog error. Anything unforeseen is answered as a bare 500. */
 function toApiError (err: FastifyError & { validationContext?: string }, request: FastifyRequest, bodyLimit: number): ApiError {
   const apiError = mapError(err, request, bodyLimit)
-  if (apiError.code === 'validation_error' && request.routeOptions.config?.jsonRpcErrors) return errors.mcpParseError(apiError.message)
+  if (request.routeOptions.config?.jsonRpcErrors && !(apiError instanceof JsonRpcHttpError) && apiError.statusCode !== 401) {
+    if (apiError.code === 'validation_error') return errors.mcpParseError(apiError.message)
+    if (apiError.statusCode < 500) return errors.mcpInvalidRequest(apiError.statusCode, apiError.message)
+  }
   if (apiError.code === 'validation_error' && request.routeOptions.config?.oauthErrors) {
     const detail = apiError.extra.details?.map(d => `${d.location}${d.path === '/' ? '' : d.path} ${d.message}`).join('; ')
     return errors.oauthInvalidRequest(detail ? `${apiError.message} ${detail}.` : apiError.message)

@@ -83,6 +83,9 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
   const good = await install(app)
   const limited = await install(app, { appScopes: ['bom:read'] })
   const clients = { none: await connect(t, base), limited: await connect(t, base, limited.accessToken), good: await connect(t, base, good.accessToken) }
+  // Agents list the tools first; the SDK client then checks every result against the tool's output schema.
+  for (const client of Object.values(clients)) await client.listTools()
+  const errorOf = (r: Record<string, unknown>) => JSON.parse((r.content as Array<{ text: string }>)[0]!.text)
 
   const created = await clients.good.callTool({ name: 'create_webhook_subscription', arguments: { topics: ['invoice.paid'], target_url: 'https://hooks.example.com/mcp' } })
   t.notOk(created.isError)
@@ -115,27 +118,29 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
       t.notOk(anonymous.isError, `${name} works without a token`)
     } else {
       t.equal(anonymous.isError, true, `${name} without a token is a tool error`)
-      t.match(anonymous.structuredContent, { error: 'invalid_token' })
-      t.match((anonymous.content as Array<{ text: string }>)[0]!.text, /access token/, `${name}: the error names the missing token`)
+      t.notOk(anonymous.structuredContent, 'errors carry no structuredContent (it would have to match the output schema)')
+      t.match(errorOf(anonymous), { error: 'invalid_token', message: /access token/ }, `${name}: the error names the missing token`)
     }
     const partial = await clients.limited.callTool({ name, arguments: c.args })
     if (c.scope) {
       t.equal(partial.isError, true, `${name} without ${c.scope}`)
-      t.same(partial.structuredContent, { error: 'insufficient_scope', message: `Missing scope: ${c.scope}`, required: [c.scope] })
+      t.same(errorOf(partial), { error: 'insufficient_scope', message: `Missing scope: ${c.scope}`, required: [c.scope] })
     } else if (name !== 'list_webhook_deliveries' && name !== 'delete_webhook_subscription') {
       t.notOk(partial.isError, `${name} needs no scope`)
     }
     const full = await clients.good.callTool({ name, arguments: c.args })
     t.equal(full.isError === true, Boolean(c.scope), `${name} with a good token`)
-    c.good(full.structuredContent as Record<string, unknown>)
+    c.good((full.isError ? errorOf(full) : full.structuredContent) as Record<string, unknown>)
   }
   const other = await clients.limited.callTool({ name: 'delete_webhook_subscription', arguments: { subscription_id: subId } })
   t.same(other.structuredContent, { ok: true, modified: 0 }, "another install's subscription is out of reach")
   const bad = await clients.good.callTool({ name: 'create_webhook_subscription', arguments: { topics: ['nope'], target_url: 'http://x' } })
-  t.match(bad, { isError: true, structuredContent: { error: 'unknown_topic', unknown: ['nope'] } })
+  t.equal(bad.isError, true)
+  t.match(errorOf(bad), { error: 'unknown_topic', unknown: ['nope'] })
   await t.rejects(clients.good.callTool({ name: 'no_such_tool', arguments: {} }), /Unknown tool: no_such_tool/, 'an unknown tool is a JSON-RPC error')
   const invalid = await clients.good.callTool({ name: 'get_invoice', arguments: { invoice: 1 } })
-  t.match(invalid, { isError: true, structuredContent: { error: 'validation_error' } }, 'arguments are checked against the input schema')
+  t.equal(invalid.isError, true)
+  t.match(errorOf(invalid), { error: 'validation_error' }, 'arguments are checked against the input schema')
 })
 
 t.test('sessions: active_sessions up, down on DELETE, down on idle expiry', async t => {
@@ -189,12 +194,32 @@ t.test('transport errors, tokens, Host and Origin', async t => {
   t.equal(evilOrigin.status, 403)
   const goodOrigin = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...ACCEPT, origin: 'http://127.0.0.1:3000' }, body: JSON.stringify(initialize) })
   t.equal(goodOrigin.status, 200, 'MCP_ALLOWED_ORIGINS defaults to the origin of MCP_BASE_URL')
+  t.equal(goodOrigin.headers.get('access-control-allow-origin'), 'http://127.0.0.1:3000')
+  const preflight = await fetch(`${base}/mcp`, { method: 'OPTIONS', headers: { origin: 'http://127.0.0.1:3000', 'access-control-request-method': 'POST' } })
+  t.equal(preflight.status, 204, 'CORS preflight for an allowed origin')
+  t.match(preflight.headers.get('access-control-allow-headers'), 'mcp-session-id')
+
+  // A session opened by one install is not usable by another, nor anonymously.
+  const j = await install(app)
+  const k = await install(app)
+  const owned = await rawSession(base, bearer(j.accessToken))
+  t.equal((await ping(base, owned, bearer(j.accessToken))).status, 200)
+  t.equal((await ping(base, owned, bearer(k.accessToken))).status, 404, 'another install')
+  t.equal((await ping(base, owned)).status, 404, 'no token')
+
+  const badParams = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, 'mcp-session-id': owned, 'mcp-protocol-version': '2025-11-25', ...bearer(j.accessToken) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'whoami', arguments: 'x' } })
+  })
+  t.same(await badParams.json(), { jsonrpc: '2.0', id: 9, error: { code: -32602, message: 'Invalid params: params.arguments must be an object.' } })
 })
 
 t.test('rate limits: 60 a minute per session, 120 a minute per IP', async t => {
   const { base } = await serve(t)
   const session = await rawSession(base)
-  for (let n = 1; n <= 60; n++) {
+  // The initialize that opened the session was its first request; 59 more pass.
+  for (let n = 2; n <= 60; n++) {
     const res = await ping(base, session)
     if (res.status !== 200) t.fail(`request ${n} got ${res.status}`)
     await res.text()
@@ -204,8 +229,8 @@ t.test('rate limits: 60 a minute per session, 120 a minute per IP', async t => {
   t.same(await limited.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
   t.ok(Number(limited.headers.get('retry-after')) > 0, 'with Retry-After')
 
-  // 62 requests so far from this IP (1 initialize, 61 pings); 58 more across new sessions reach 120.
-  let used = 62
+  // 61 requests so far from this IP (1 initialize, 60 pings); 59 more across new sessions reach 120.
+  let used = 61
   while (used < 120) {
     const s = await rawSession(base)
     used++

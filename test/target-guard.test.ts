@@ -44,6 +44,14 @@ t.test('creation refuses every private target of the issue', async t => {
     'https://224.0.0.1/x',
     'https://[64:ff9b::7f00:1]/x',
     'https://[2002:7f00:1::]/x',
+    'https://[64:ff9b:1::7f00:1]/x',
+    'https://localhost./x',
+    'https://LOCALHOST./x',
+    'https://192.0.2.10/x',
+    ' https://hooks.example.com/x',
+    'https://hooks.example.com/x\n',
+    'https:hooks.example.com/x',
+    'https:/\\/hooks.example.com/x',
     ...(name ? [`https://${name}/x`] : [])
   ]
   if (!name) t.comment('no host name resolves to loopback here; that case is left out')

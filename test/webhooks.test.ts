@@ -301,3 +301,18 @@ t.test('a time-out counts as a failure with LastDeliveryStatus 0', async t => {
   t.match(attempt, { response_status: 0, error: /timed out/ })
   t.ok(attempt.duration_ms >= 14_900 && attempt.duration_ms < 20_000, `gave up after ${attempt.duration_ms} ms`)
 })
+
+t.test('closing the app lets an attempt in flight finish and records it', async t => {
+  let answeredAt = 0
+  const receiver = await startReceiver(t, (_r, res) => setTimeout(() => { answeredAt = Date.now(); res.end('late') }, 1_000))
+  const app = await build(t, RECEIVER_ENV(receiver.caFile))
+  const i = await install(app)
+  await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })
+  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  await receiver.waitFor(1)
+  t.equal(app.webhookWorker!.inFlight, 1, 'an attempt is in flight')
+  await app.close()
+  t.ok(answeredAt > 0 && Date.now() >= answeredAt, 'close waited for the answer')
+  t.equal(app.webhookWorker!.attempted, 1, 'and the attempt completed')
+  t.equal(app.webhookWorker!.inFlight, 0)
+})

@@ -22,6 +22,8 @@ interface Session {
   transport: StreamableHTTPServerTransport
   server: Server
   lastSeen: number
+  /** The install whose token opened the session (null: none). Other credentials cannot use it. */
+  installId: string | null
 }
 
 declare module 'fastify' {
@@ -30,8 +32,11 @@ declare module 'fastify' {
       readonly tools: Tool[]
       readonly resources: Resource[]
       activeSessions(): number
-      /** Hands an already authenticated and rate-limited request to its session's transport. */
-      handle(request: FastifyRequest, reply: FastifyReply, principal: Principal | null): Promise<void>
+      /**
+       * Hands an already authenticated and rate-limited request to its session's transport. Returns the id of the
+       * session an `initialize` opened, if it opened one.
+       */
+      handle(request: FastifyRequest, reply: FastifyReply, principal: Principal | null): Promise<string | undefined>
     }
   }
 }
@@ -129,21 +134,40 @@ export default fp(async (app) => {
     return { id: body.id, name: body.params.name, args }
   }
 
-  async function handle (request: FastifyRequest, reply: FastifyReply, principal: Principal | null): Promise<void> {
+  /** JSON-RPC -32602 for the requests whose params the SDK would otherwise reject as an internal error. */
+  function invalidParams (body: unknown): { id: string | number, message: string } | undefined {
+    const b = body as { id?: unknown, method?: unknown, params?: Record<string, unknown> }
+    if (typeof b.id !== 'string' && typeof b.id !== 'number') return undefined
+    const params = b.params
+    const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v)
+    if (b.method === 'tools/call') {
+      if (!isObject(params) || typeof params!.name !== 'string') return { id: b.id, message: 'params.name must be a string.' }
+      if (params!.arguments !== undefined && !isObject(params!.arguments)) return { id: b.id, message: 'params.arguments must be an object.' }
+    }
+    if (b.method === 'resources/read' && (!isObject(params) || typeof params!.uri !== 'string')) {
+      return { id: b.id, message: 'params.uri must be a string.' }
+    }
+    return undefined
+  }
+
+  async function handle (request: FastifyRequest, reply: FastifyReply, principal: Principal | null): Promise<string | undefined> {
     const header = request.headers['mcp-session-id']
     const sessionId = Array.isArray(header) ? header[0] : header
     let session = sessionId ? sessions.get(sessionId) : undefined
-    if (sessionId && !session) {
+    // A session answers only to the credentials that opened it; to anyone else it does not exist.
+    if (sessionId && (!session || session.installId !== (principal?.installId ?? null))) {
       sendError(reply, errors.mcpSessionNotFound())
-      return
+      return undefined
     }
+    let opened: Session | undefined
     if (!session) {
       if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
         sendError(reply, errors.mcpNoSession())
-        return
+        return undefined
       }
       const entry: Session = {
         server: newServer(),
+        installId: principal?.installId ?? null,
         lastSeen: Date.now(),
         transport: new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
@@ -153,7 +177,7 @@ export default fp(async (app) => {
       }
       entry.transport.onclose = () => { if (entry.transport.sessionId) sessions.delete(entry.transport.sessionId) }
       await entry.server.connect(entry.transport)
-      session = entry
+      session = opened = entry
     }
     session.lastSeen = Date.now()
 
@@ -163,7 +187,12 @@ export default fp(async (app) => {
       reply.type('application/json').send(result
         ? { jsonrpc: '2.0', id: call.id, result }
         : { jsonrpc: '2.0', id: call.id, error: { code: ErrorCode.InvalidParams, message: `Unknown tool: ${call.name}` } })
-      return
+      return undefined
+    }
+    const invalid = request.method === 'POST' ? invalidParams(request.body) : undefined
+    if (invalid) {
+      reply.type('application/json').send({ jsonrpc: '2.0', id: invalid.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${invalid.message}` } })
+      return undefined
     }
 
     const raw = request.raw as IncomingMessage & { auth?: AuthInfo }
@@ -172,8 +201,9 @@ export default fp(async (app) => {
     }
     // From here the SDK writes the answer (JSON or an SSE stream); Fastify steps aside.
     reply.hijack()
-    reply.raw.setHeader('x-request-id', request.id)
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value)
     await session.transport.handleRequest(raw, reply.raw, request.body)
+    return opened?.transport.sessionId
   }
 
   app.decorate('mcp', {

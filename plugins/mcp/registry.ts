@@ -221,13 +221,16 @@ export function createRegistry (app: FastifyInstance): { tools: Tool[], resource
 
 export type ToolResult = {
   content: Array<{ type: 'text', text: string }>
-  structuredContent: Record<string, unknown>
+  structuredContent?: Record<string, unknown>
   isError?: boolean
 }
 
+/**
+ * A tool error carries the REST error body as text only: clients check `structuredContent` against the tool's
+ * output schema even on errors, so an error body there would turn every tool error into a protocol error.
+ */
 const toolError = (e: ApiError): ToolResult => ({
-  content: [{ type: 'text', text: e.message }],
-  structuredContent: e.body(),
+  content: [{ type: 'text', text: JSON.stringify(e.body()) }],
   isError: true
 })
 

@@ -11,12 +11,11 @@ export function serviceSignature (secret: string, body: string | Buffer): string
 }
 
 /**
- * Standard Webhooks `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`. As that spec
- * says, the key is the secret's bytes after `whsec_` (here base64url, decoded), not the string itself.
+ * Standard Webhooks `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`. Keyed, like
+ * every HMAC of the service, with the UTF-8 bytes of the whole secret (contract 5.2), so one key verifies both.
  */
 export function standardSignature (secret: string, id: string, timestamp: number, body: string | Buffer): string {
-  const key = Buffer.from(secret.slice('whsec_'.length), 'base64url')
-  return 'v1,' + createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64')
+  return 'v1,' + createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${id}.${timestamp}.`).update(body).digest('base64')
 }
 
 /** AES-256-GCM, the subscription id as associated data so that a ciphertext cannot be moved to another row. */

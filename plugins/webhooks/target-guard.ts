@@ -8,10 +8,11 @@ const DNS_TIMEOUT_MS = 2_000
 const blocked = new BlockList()
 for (const [net, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
+  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4]
 ] as const) blocked.addSubnet(net, prefix, 'ipv4')
 for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['100::', 64]
+  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['100::', 64], ['2001:db8::', 32]
 ] as const) blocked.addSubnet(net, prefix, 'ipv6')
 
 /** The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible, NAT64, 6to4), if any. */
@@ -21,7 +22,8 @@ function embeddedIPv4 (address: string): string | undefined {
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
   const zero = (from: number, to: number) => groups.slice(from, to).every(g => g === 0)
   if (zero(0, 5) && (groups[5] === 0xffff || groups[5] === 0)) return v4(groups[6]!, groups[7]!)
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && zero(2, 6)) return v4(groups[6]!, groups[7]!)
+  // NAT64: the well-known prefix 64:ff9b::/96 and the local-use 64:ff9b:1::/48 carry the IPv4 in the last 32 bits.
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && (zero(2, 6) || groups[2] === 1)) return v4(groups[6]!, groups[7]!)
   if (groups[0] === 0x2002) return v4(groups[1]!, groups[2]!)
   return undefined
 }
@@ -74,6 +76,12 @@ function resolveAll (host: string): Promise<string[] | undefined> {
  */
 export async function checkTargetUrl (raw: string, allowPrivate: boolean): Promise<TargetProblem | undefined> {
   if (raw.length > MAX_URL_LENGTH) return `target_url must be at most ${MAX_URL_LENGTH} characters.`
+  // The URL parser forgives a lot (spaces, `https:host`, backslashes); what is stored and shown must be plain.
+  if (!/^https:\/\/[^\s\\]+$/i.test(raw)) {
+    return /^https:/i.test(raw) || /^\s/.test(raw)
+      ? 'target_url must be an absolute https:// URL without spaces, control characters or backslashes.'
+      : 'target_url must be an HTTPS URL.'
+  }
   let url: URL
   try {
     url = new URL(raw)
@@ -83,8 +91,8 @@ export async function checkTargetUrl (raw: string, allowPrivate: boolean): Promi
   if (url.protocol !== 'https:') return 'target_url must be an HTTPS URL.'
   if (url.username || url.password) return 'target_url must not contain user info.'
   if (allowPrivate) return undefined
-  const host = url.hostname.replace(/^\[|\]$/g, '')
-  if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.localhost.')) return 'target_url must not point at localhost.'
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '')
+  if (host === 'localhost' || host.endsWith('.localhost')) return 'target_url must not point at localhost.'
   if (isIP(host)) return isBlockedAddress(host) ? 'target_url must not point at a loopback, private or reserved address.' : undefined
   const addresses = await resolveAll(host)
   if (addresses?.some(isBlockedAddress)) return 'target_url resolves to a loopback, private or reserved address.'

@@ -11,7 +11,7 @@ import { decryptSecret } from './signing.js'
 /** The poll that backs up notifications, and picks up retries as they fall due. */
 const POLL_MS = 1_000
 const FLUSH_BATCH = 500
-const DRAIN_MS = TOTAL_TIMEOUT_MS + 5_000
+const DRAIN_MS = TOTAL_TIMEOUT_MS + 2_000
 
 declare module 'fastify' {
   interface FastifyInstance {

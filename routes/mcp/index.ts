@@ -4,6 +4,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../../plugins/auth/public-auth.js'
 import { ApiError, errors } from '../../plugins/errors.js'
 
+const OPENED = Symbol('mcp session opened by this request')
+const sessionOf = (r: FastifyRequest): string =>
+  (r as FastifyRequest & { [OPENED]?: string })[OPENED] ?? String(r.headers['mcp-session-id'])
+
 const LOOPBACK_LISTEN = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 
@@ -17,20 +21,23 @@ const mcp: FastifyPluginAsyncTypebox = async (app) => {
   const loopbackListen = LOOPBACK_LISTEN.has(host)
   const resourceMetadata = `${mcpBaseUrl}/.well-known/oauth-protected-resource`
 
-  // DNS rebinding: a page on another site must not reach a local server through a name it controls.
-  app.addHook('onRequest', async (request: FastifyRequest) => {
+  // DNS rebinding: a page on another site must not reach a local server through a name it controls. An allowed
+  // Origin also gets the CORS headers a browser needs to call /mcp.
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const hostHeader = (request.headers.host ?? '').toLowerCase()
     const hostname = hostHeader.replace(/:\d+$/, '')
     if (hostHeader !== ownHost && !(loopbackListen && LOOPBACK_HOSTS.has(hostname))) {
       throw errors.mcpForbidden('Forbidden: Host header is not allowed.')
     }
     const origin = request.headers.origin
-    if (origin !== undefined && !mcpAllowedOrigins.includes(origin)) throw errors.mcpForbidden('Forbidden: Origin is not allowed.')
+    if (origin === undefined) return
+    if (!mcpAllowedOrigins.includes(origin)) throw errors.mcpForbidden('Forbidden: Origin is not allowed.')
+    reply.headers({ 'access-control-allow-origin': origin, vary: 'Origin', 'access-control-expose-headers': 'mcp-session-id, mcp-protocol-version' })
   })
 
   await app.register(rateLimit, { global: false, redis: app.redis ?? undefined, nameSpace: 'mg-mcp-rl-', skipOnError: true })
   const perIp = app.createRateLimit({ max: mcpRateLimitIp, timeWindow: 60_000, keyGenerator: r => `ip:${r.ip}` })
-  const perSession = app.createRateLimit({ max: mcpRateLimitSession, timeWindow: 60_000, keyGenerator: r => `session:${String(r.headers['mcp-session-id'])}` })
+  const perSession = app.createRateLimit({ max: mcpRateLimitSession, timeWindow: 60_000, keyGenerator: r => `session:${sessionOf(r)}` })
   const limit = async (request: FastifyRequest): Promise<void> => {
     for (const check of request.headers['mcp-session-id'] ? [perIp, perSession] : [perIp]) {
       const verdict = await check(request)
@@ -49,14 +56,22 @@ const mcp: FastifyPluginAsyncTypebox = async (app) => {
 
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (request.method === 'POST' && (typeof request.body !== 'object' || request.body === null || Array.isArray(request.body))) {
-      throw errors.mcpParseError('the body must be one JSON-RPC message, a JSON object.')
+      throw errors.mcpInvalidRequest(400, 'the body must be one JSON-RPC message, a JSON object.')
     }
-    await app.mcp.handle(request, reply, await principalOf(request))
+    const opened = await app.mcp.handle(request, reply, await principalOf(request))
+    // The initialize that opened a session is the session's first request, and counts as such.
+    if (opened) await perSession(Object.assign(request, { [OPENED]: opened }))
   }
   const schema = { hide: true }
   app.post('/mcp', { schema, onRequest: limit, config: { jsonRpcErrors: true } }, handler)
   app.get('/mcp', { schema }, handler)
   app.delete('/mcp', { schema }, handler)
+  // CORS preflight for browser clients on an allowed Origin (the guard above has checked it).
+  app.options('/mcp', { schema }, async (_request, reply) => reply.code(204).headers({
+    'access-control-allow-methods': 'GET, POST, DELETE',
+    'access-control-allow-headers': 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id',
+    'access-control-max-age': '600'
+  }).send())
 }
 
 export default mcp
