@@ -35,3 +35,25 @@ export async function benchDatabase (prefix: string): Promise<{ url: string, dro
   url.pathname = `/${name}`
   return { url: url.toString(), drop: () => run(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`) }
 }
+
+type Cleanup = () => Promise<void> | void
+
+/**
+ * Runs a benchmark's `main` with a list it pushes cleanups onto; they run last-in first-out (servers before the
+ * database they use), whatever happened. Exits 0, or 1 when `main` threw.
+ */
+export function runBench (main: (cleanups: Cleanup[]) => Promise<void>): void {
+  const cleanups: Cleanup[] = []
+  const cleanUp = async (): Promise<void> => {
+    for (const fn of cleanups.reverse()) {
+      try {
+        await fn()
+      } catch (err) {
+        console.error('cleanup failed:', err)
+      }
+    }
+  }
+  main(cleanups).then(
+    async () => { await cleanUp(); process.exit(0) },
+    async err => { await cleanUp(); console.error('\nbench failed:', err); process.exit(1) })
+}

@@ -55,7 +55,7 @@ import { isDeepStrictEqual } from 'node:util'
 import { Worker } from 'node:worker_threads'
 import autocannon from 'autocannon'
 import { Agent, request } from 'undici'
-import { positiveInt, fmt, verdict, benchDatabase } from './lib.js'
+import { positiveInt, fmt, verdict, benchDatabase, runBench } from './lib.js'
 
 const SESSIONS = positiveInt('BENCH_SESSIONS', 1000)
 const WARM_SESSIONS = positiveInt('BENCH_WARM_SESSIONS', 100, true)
@@ -309,189 +309,175 @@ function figures (side: Side, results: RawResult[], cpuMicros: number): Figures 
 
 // ---------------------------------------------------------------------------------------------------------------
 
-async function main (): Promise<void> {
-  const cleanups: Array<() => Promise<void> | void> = []
+async function main (cleanups: Array<() => Promise<void> | void>): Promise<void> {
   const summary: string[] = []
   const markdown: string[] = []
-  try {
-    const database = await benchDatabase('mg_bench_mcp')
-    cleanups.push(database.drop)
-    const databaseUrl = database.url
-    const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-mcp-'))
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true })
-    if (HEAP_SNAPSHOT) mkdirSync(HEAP_SNAPSHOT, { recursive: true })
+  const database = await benchDatabase('mg_bench_mcp')
+  cleanups.push(database.drop)
+  const databaseUrl = database.url
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-mcp-'))
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+  if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true })
+  if (HEAP_SNAPSHOT) mkdirSync(HEAP_SNAPSHOT, { recursive: true })
 
-    const started = Date.now()
-    const server = await ServerProcess.start({
-      BENCH_SERVER_DATABASE_URL: databaseUrl, BENCH_SERVER_DATA_DIR: dataDir, BENCH_SERVER_LOG_LEVEL: LOG_LEVEL
-    })
-    cleanups.push(() => server.close())
-    const { port, accessToken, me } = server.ready
-    const base = `http://127.0.0.1:${port}`
-    const identity: unknown = JSON.parse(me)
+  const started = Date.now()
+  const server = await ServerProcess.start({
+    BENCH_SERVER_DATABASE_URL: databaseUrl, BENCH_SERVER_DATA_DIR: dataDir, BENCH_SERVER_LOG_LEVEL: LOG_LEVEL
+  })
+  cleanups.push(() => server.close())
+  const { port, accessToken, me } = server.ready
+  const base = `http://127.0.0.1:${port}`
+  const identity: unknown = JSON.parse(me)
 
-    const cpu = cpus()
-    console.log('marketplace-gateway bench: MCP sessions, tools/call whoami vs GET /public/v1/me')
-    console.log(`  server: bench/mcp-server.ts in its own process (pid ${server.child.pid}), buildApp on Postgres ${new URL(databaseUrl).host}, ` +
-      `LOG_LEVEL ${LOG_LEVEL} (lines dropped), all rate limits 1,000,000/min; ready in ${fmt((Date.now() - started) / 1000, 1)} s`)
-    console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), load average ${loadavg()[0]!.toFixed(2)}`)
+  const cpu = cpus()
+  console.log('marketplace-gateway bench: MCP sessions, tools/call whoami vs GET /public/v1/me')
+  console.log(`  server: bench/mcp-server.ts in its own process (pid ${server.child.pid}), buildApp on Postgres ${new URL(databaseUrl).host}, ` +
+    `LOG_LEVEL ${LOG_LEVEL} (lines dropped), all rate limits 1,000,000/min; ready in ${fmt((Date.now() - started) / 1000, 1)} s`)
+  console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), load average ${loadavg()[0]!.toFixed(2)}`)
 
-    let sessionIds: string[] = []
-    if (PHASES.has('sessions')) {
-      console.log('')
-      console.log(`sessions: ${fmt(SESSIONS)} held open (raw HTTP initialize + notifications/initialized, ${OPEN_CONCURRENCY} in flight)`)
-      const cold = await server.measure()
-      if (cold.sessions !== 0) throw new Error(`${cold.sessions} sessions before any was opened`)
+  let sessionIds: string[] = []
+  if (PHASES.has('sessions')) {
+    console.log('')
+    console.log(`sessions: ${fmt(SESSIONS)} held open (raw HTTP initialize + notifications/initialized, ${OPEN_CONCURRENCY} in flight)`)
+    const cold = await server.measure()
+    if (cold.sessions !== 0) throw new Error(`${cold.sessions} sessions before any was opened`)
 
-      if (WARM_SESSIONS > 0) {
-        const warm = new McpClient(base, accessToken, OPEN_CONCURRENCY)
-        const ids = await warm.openMany(WARM_SESSIONS, OPEN_CONCURRENCY)
-        let n = 0
-        await Promise.all(ids.map(async id => { await warm.whoami(id, ++n); await warm.remove(id) }))
-        await warm.agent.close()
-      }
-      if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${(await server.call<{ path: string }>({ type: 'snapshot', path: join(HEAP_SNAPSHOT, 'baseline.heapsnapshot') })).path}`)
-      const baseline = await server.measure()
-      if (baseline.sessions !== 0) throw new Error(`${baseline.sessions} sessions left after the warm-up`)
+    if (WARM_SESSIONS > 0) {
+      const warm = new McpClient(base, accessToken, OPEN_CONCURRENCY)
+      const ids = await warm.openMany(WARM_SESSIONS, OPEN_CONCURRENCY)
+      let n = 0
+      await Promise.all(ids.map(async id => { await warm.whoami(id, ++n); await warm.remove(id) }))
+      await warm.agent.close()
+    }
+    if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${(await server.call<{ path: string }>({ type: 'snapshot', path: join(HEAP_SNAPSHOT, 'baseline.heapsnapshot') })).path}`)
+    const baseline = await server.measure()
+    if (baseline.sessions !== 0) throw new Error(`${baseline.sessions} sessions left after the warm-up`)
 
+    const client = new McpClient(base, accessToken, OPEN_CONCURRENCY)
+    const t0 = Date.now()
+    sessionIds = await client.openMany(SESSIONS, OPEN_CONCURRENCY)
+    const openSeconds = (Date.now() - t0) / 1000
+    await client.agent.close()
+    const health = await activeSessions(base)
+    if (health !== SESSIONS) throw new Error(`/health active_sessions reads ${health}, expected ${SESSIONS}`)
+    if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${(await server.call<{ path: string }>({ type: 'snapshot', path: join(HEAP_SNAPSHOT, 'open.heapsnapshot') })).path}`)
+    const open = await server.measure()
+    if (open.sessions !== SESSIONS) throw new Error(`the server counts ${open.sessions} sessions, expected ${SESSIONS}`)
+
+    const row = (label: string, m: Memory): string => `  ${label.padEnd(38)} rss ${kib(m.rss).padStart(8)} KiB   heapUsed ${kib(m.heapUsed).padStart(8)} KiB   ` +
+      `heapTotal ${kib(m.heapTotal).padStart(8)} KiB   external ${kib(m.external).padStart(7)} KiB`
+    console.log(row('cold (no session yet)', cold.memory))
+    console.log(row(`baseline (${WARM_SESSIONS} sessions opened, closed)`, baseline.memory))
+    console.log(row(`${fmt(SESSIONS)} sessions open`, open.memory))
+    const growth = open.memory.rss - baseline.memory.rss
+    const perSession = growth / SESSIONS / 1024
+    const perSessionCold = (open.memory.rss - cold.memory.rss) / SESSIONS / 1024
+    const heapPerSession = (open.memory.heapUsed - baseline.memory.heapUsed) / SESSIONS / 1024
+    console.log(`  opened in ${fmt(openSeconds, 1)} s (${fmt(SESSIONS / openSeconds)} sessions/s); /health active_sessions = ${health}`)
+    console.log(`  RSS growth ${kib(growth)} KiB from the baseline = ${fmt(perSession, 1)} KiB per session ` +
+      `(heapUsed ${fmt(heapPerSession, 1)} KiB per session); from cold ${kib(open.memory.rss - cold.memory.rss)} KiB = ${fmt(perSessionCold, 1)} KiB per session`)
+    // Writing a heap snapshot takes far more memory than the sessions do: the RSS readings of such a run mean nothing.
+    const rssVerdict = (perKiB: number): string => HEAP_SNAPSHOT ? 'n/a (heap snapshots were written)' : verdict(perKiB <= TARGET_KIB_PER_SESSION)
+    summary.push(`  RSS per session    ${fmt(perSession, 1)} KiB  target <= ${TARGET_KIB_PER_SESSION} KiB  ${rssVerdict(perSession)}` +
+      `   (from cold: ${fmt(perSessionCold, 1)} KiB, ${rssVerdict(perSessionCold)}; /health active_sessions ${health})`)
+    markdown.push(`sessions: ${kib(baseline.memory.rss)} → ${kib(open.memory.rss)} KiB RSS, growth ${kib(growth)} KiB, ${fmt(perSession, 1)} KiB/session ` +
+      `(${rssVerdict(perSession)}; from cold ${fmt(perSessionCold, 1)}), heapUsed ${fmt(heapPerSession, 1)} KiB/session, active_sessions ${health}`)
+  }
+
+  if (PHASES.has('load')) {
+    const needed = Math.min(WHOAMI_SESSIONS, CONNECTIONS)
+    if (sessionIds.length < needed) {
       const client = new McpClient(base, accessToken, OPEN_CONCURRENCY)
-      const t0 = Date.now()
-      sessionIds = await client.openMany(SESSIONS, OPEN_CONCURRENCY)
-      const openSeconds = (Date.now() - t0) / 1000
+      sessionIds.push(...await client.openMany(needed - sessionIds.length, OPEN_CONCURRENCY))
       await client.agent.close()
-      const health = await activeSessions(base)
-      if (health !== SESSIONS) throw new Error(`/health active_sessions reads ${health}, expected ${SESSIONS}`)
-      if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${(await server.call<{ path: string }>({ type: 'snapshot', path: join(HEAP_SNAPSHOT, 'open.heapsnapshot') })).path}`)
-      const open = await server.measure()
-      if (open.sessions !== SESSIONS) throw new Error(`the server counts ${open.sessions} sessions, expected ${SESSIONS}`)
-
-      const row = (label: string, m: Memory): string => `  ${label.padEnd(38)} rss ${kib(m.rss).padStart(8)} KiB   heapUsed ${kib(m.heapUsed).padStart(8)} KiB   ` +
-        `heapTotal ${kib(m.heapTotal).padStart(8)} KiB   external ${kib(m.external).padStart(7)} KiB`
-      console.log(row('cold (no session yet)', cold.memory))
-      console.log(row(`baseline (${WARM_SESSIONS} sessions opened, closed)`, baseline.memory))
-      console.log(row(`${fmt(SESSIONS)} sessions open`, open.memory))
-      const growth = open.memory.rss - baseline.memory.rss
-      const perSession = growth / SESSIONS / 1024
-      const perSessionCold = (open.memory.rss - cold.memory.rss) / SESSIONS / 1024
-      const heapPerSession = (open.memory.heapUsed - baseline.memory.heapUsed) / SESSIONS / 1024
-      console.log(`  opened in ${fmt(openSeconds, 1)} s (${fmt(SESSIONS / openSeconds)} sessions/s); /health active_sessions = ${health}`)
-      console.log(`  RSS growth ${kib(growth)} KiB from the baseline = ${fmt(perSession, 1)} KiB per session ` +
-        `(heapUsed ${fmt(heapPerSession, 1)} KiB per session); from cold ${kib(open.memory.rss - cold.memory.rss)} KiB = ${fmt(perSessionCold, 1)} KiB per session`)
-      // Writing a heap snapshot takes far more memory than the sessions do: the RSS readings of such a run mean nothing.
-      const rssVerdict = (perKiB: number): string => HEAP_SNAPSHOT ? 'n/a (heap snapshots were written)' : verdict(perKiB <= TARGET_KIB_PER_SESSION)
-      summary.push(`  RSS per session    ${fmt(perSession, 1)} KiB  target <= ${TARGET_KIB_PER_SESSION} KiB  ${rssVerdict(perSession)}` +
-        `   (from cold: ${fmt(perSessionCold, 1)} KiB, ${rssVerdict(perSessionCold)}; /health active_sessions ${health})`)
-      markdown.push(`sessions: ${kib(baseline.memory.rss)} → ${kib(open.memory.rss)} KiB RSS, growth ${kib(growth)} KiB, ${fmt(perSession, 1)} KiB/session ` +
-        `(${rssVerdict(perSession)}; from cold ${fmt(perSessionCold, 1)}), heapUsed ${fmt(heapPerSession, 1)} KiB/session, active_sessions ${health}`)
     }
+    const loadSessions = sessionIds.slice(0, needed)
 
-    if (PHASES.has('load')) {
-      const needed = Math.min(WHOAMI_SESSIONS, CONNECTIONS)
-      if (sessionIds.length < needed) {
-        const client = new McpClient(base, accessToken, OPEN_CONCURRENCY)
-        sessionIds.push(...await client.openMany(needed - sessionIds.length, OPEN_CONCURRENCY))
-        await client.agent.close()
-      }
-      const loadSessions = sessionIds.slice(0, needed)
-
-      // One call first: the structuredContent must be /me's body exactly.
-      const probeClient = new McpClient(base, accessToken, 1)
-      const probe = await probeClient.whoami(loadSessions[0]!, 1)
-      await probeClient.agent.close()
-      const structured = probe.message.result?.structuredContent
-      if (!isDeepStrictEqual(structured, identity)) {
-        throw new Error(`whoami's structuredContent ${JSON.stringify(structured)} is not GET /public/v1/me's body ${me}`)
-      }
-      if (probe.message.result?.isError) throw new Error(`whoami answered a tool error: ${probe.raw}`)
-      const expect = JSON.stringify(structured)
-      if (!probe.raw.includes(expect)) throw new Error('the serialised structuredContent is not found verbatim in the answer')
-
-      const auth = { authorization: `Bearer ${accessToken}` }
-      const whoami: Side = {
-        name: 'tools/call whoami',
-        opts: {
-          url: `${base}/mcp`,
-          method: 'POST',
-          headers: { ...MCP_HEADERS, 'mcp-protocol-version': PROTOCOL, ...auth },
-          // A fresh JSON-RPC id per request (autocannon's [<id>]): ids are per session and must not be reused.
-          body: whoamiBody('[<id>]'),
-          idReplacement: true
-        },
-        sessions: loadSessions,
-        expect
-      }
-      const meSide: Side = { name: 'GET /public/v1/me', opts: { url: `${base}/public/v1/me`, headers: auth, expectBody: me } }
-      const sides = [whoami, meSide].filter(s => SIDES.has(s === whoami ? 'whoami' : 'me'))
-
-      console.log('')
-      console.log(`load: ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) (warm-up ${WARMUP} s each), ` +
-        `autocannon in a worker thread; whoami over ${loadSessions.length} session(s) (${loadSessions.length < CONNECTIONS ? 'shared by the connections in turn' : 'one per connection'}), ` +
-        `${sessionIds.length} sessions open`)
-      console.log(`  whoami answer (${probe.raw.startsWith('event:') || probe.raw.includes('\ndata:') ? 'SSE' : 'JSON'}): ${probe.raw.trim().replace(/\n/g, '\\n')}`)
-      console.log(`  /me body: ${me}`)
-      if (WARMUP > 0) {
-        process.stdout.write('  warming up… ')
-        for (const side of sides) figures(side, [await slice(side, WARMUP)], 0)
-        process.stdout.write('done\n')
-      }
-      const perSlice = SECONDS / ROUNDS
-      const raw = new Map<Side, RawResult[]>(sides.map(s => [s, []]))
-      const cpuUsed = new Map<Side, number>(sides.map(s => [s, 0]))
-      for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 === 0 ? sides : [...sides].reverse()
-        const parts: string[] = []
-        for (const side of order) {
-          const before = await server.cpuMicros()
-          const r = await slice(side, perSlice)
-          cpuUsed.set(side, cpuUsed.get(side)! + await server.cpuMicros() - before)
-          raw.get(side)!.push(r)
-          parts.push(`${side.name} ${fmt(r.totalCompletedRequests / r.duration)} req/s`)
-        }
-        console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
-      }
-      const results = new Map(sides.map(s => [s, figures(s, raw.get(s)!, cpuUsed.get(s)!)]))
-      console.log('')
-      const rows = [['side', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'server CPU µs/req']]
-      for (const [s, f] of results) rows.push([s.name, fmt(f.rps), fmt(f.p50), fmt(f.p99), fmt(f.total), fmt(f.cpuPerRequest)])
-      const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
-      for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
-
-      const after = await server.measure()
-      if (after.sessions !== sessionIds.length) throw new Error(`after the load the server counts ${after.sessions} sessions, expected ${sessionIds.length}`)
-      console.log(`  after the load: rss ${kib(after.memory.rss)} KiB, heapUsed ${kib(after.memory.heapUsed)} KiB, ${after.sessions} sessions`)
-
-      const w = results.get(whoami)
-      const m = results.get(meSide)
-      if (w && m) {
-        const ratio = w.rps / m.rps
-        summary.push(`  ratio whoami / me  ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ${verdict(ratio >= TARGET_RATIO)}` +
-          `   (whoami ${fmt(w.rps)} req/s p50 ${w.p50} ms p99 ${w.p99} ms; /me ${fmt(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms)`)
-        markdown.push(`| ${fmt(w.rps)} | ${w.p50} | ${w.p99} | ${fmt(w.cpuPerRequest)} | ${fmt(m.rps)} | ${m.p50} | ${m.p99} | ${fmt(m.cpuPerRequest)} | ${ratio.toFixed(3)} | ${verdict(ratio >= TARGET_RATIO)} |`)
-      }
+    // One call first: the structuredContent must be /me's body exactly.
+    const probeClient = new McpClient(base, accessToken, 1)
+    const probe = await probeClient.whoami(loadSessions[0]!, 1)
+    await probeClient.agent.close()
+    const structured = probe.message.result?.structuredContent
+    if (!isDeepStrictEqual(structured, identity)) {
+      throw new Error(`whoami's structuredContent ${JSON.stringify(structured)} is not GET /public/v1/me's body ${me}`)
     }
+    if (probe.message.result?.isError) throw new Error(`whoami answered a tool error: ${probe.raw}`)
+    const expect = JSON.stringify(structured)
+    if (!probe.raw.includes(expect)) throw new Error('the serialised structuredContent is not found verbatim in the answer')
+
+    const auth = { authorization: `Bearer ${accessToken}` }
+    const whoami: Side = {
+      name: 'tools/call whoami',
+      opts: {
+        url: `${base}/mcp`,
+        method: 'POST',
+        headers: { ...MCP_HEADERS, 'mcp-protocol-version': PROTOCOL, ...auth },
+        // A fresh JSON-RPC id per request (autocannon's [<id>]): ids are per session and must not be reused.
+        body: whoamiBody('[<id>]'),
+        idReplacement: true
+      },
+      sessions: loadSessions,
+      expect
+    }
+    const meSide: Side = { name: 'GET /public/v1/me', opts: { url: `${base}/public/v1/me`, headers: auth, expectBody: me } }
+    const sides = [whoami, meSide].filter(s => SIDES.has(s === whoami ? 'whoami' : 'me'))
 
     console.log('')
-    console.log('summary:')
-    for (const line of summary) console.log(line)
-    console.log(`  total time ${fmt((Date.now() - started) / 1000, 0)} s`)
-    if (markdown.length > 0) {
-      console.log('')
-      for (const line of markdown) console.log(`markdown: ${line}`)
+    console.log(`load: ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) (warm-up ${WARMUP} s each), ` +
+      `autocannon in a worker thread; whoami over ${loadSessions.length} session(s) (${loadSessions.length < CONNECTIONS ? 'shared by the connections in turn' : 'one per connection'}), ` +
+      `${sessionIds.length} sessions open`)
+    console.log(`  whoami answer (${probe.raw.startsWith('event:') || probe.raw.includes('\ndata:') ? 'SSE' : 'JSON'}): ${probe.raw.trim().replace(/\n/g, '\\n')}`)
+    console.log(`  /me body: ${me}`)
+    if (WARMUP > 0) {
+      process.stdout.write('  warming up… ')
+      for (const side of sides) figures(side, [await slice(side, WARMUP)], 0)
+      process.stdout.write('done\n')
     }
-    if (CPU_PROF) console.log(`cpu profile: written to ${CPU_PROF} when the server exits`)
-  } finally {
-    for (const fn of cleanups.reverse()) {
-      try {
-        await fn()
-      } catch (err) {
-        console.error('cleanup failed:', err)
+    const perSlice = SECONDS / ROUNDS
+    const raw = new Map<Side, RawResult[]>(sides.map(s => [s, []]))
+    const cpuUsed = new Map<Side, number>(sides.map(s => [s, 0]))
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? sides : [...sides].reverse()
+      const parts: string[] = []
+      for (const side of order) {
+        const before = await server.cpuMicros()
+        const r = await slice(side, perSlice)
+        cpuUsed.set(side, cpuUsed.get(side)! + await server.cpuMicros() - before)
+        raw.get(side)!.push(r)
+        parts.push(`${side.name} ${fmt(r.totalCompletedRequests / r.duration)} req/s`)
       }
+      console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
+    }
+    const results = new Map(sides.map(s => [s, figures(s, raw.get(s)!, cpuUsed.get(s)!)]))
+    console.log('')
+    const rows = [['side', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'server CPU µs/req']]
+    for (const [s, f] of results) rows.push([s.name, fmt(f.rps), fmt(f.p50), fmt(f.p99), fmt(f.total), fmt(f.cpuPerRequest)])
+    const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
+    for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
+
+    const after = await server.measure()
+    if (after.sessions !== sessionIds.length) throw new Error(`after the load the server counts ${after.sessions} sessions, expected ${sessionIds.length}`)
+    console.log(`  after the load: rss ${kib(after.memory.rss)} KiB, heapUsed ${kib(after.memory.heapUsed)} KiB, ${after.sessions} sessions`)
+
+    const w = results.get(whoami)
+    const m = results.get(meSide)
+    if (w && m) {
+      const ratio = w.rps / m.rps
+      summary.push(`  ratio whoami / me  ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ${verdict(ratio >= TARGET_RATIO)}` +
+        `   (whoami ${fmt(w.rps)} req/s p50 ${w.p50} ms p99 ${w.p99} ms; /me ${fmt(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms)`)
+      markdown.push(`| ${fmt(w.rps)} | ${w.p50} | ${w.p99} | ${fmt(w.cpuPerRequest)} | ${fmt(m.rps)} | ${m.p50} | ${m.p99} | ${fmt(m.cpuPerRequest)} | ${ratio.toFixed(3)} | ${verdict(ratio >= TARGET_RATIO)} |`)
     }
   }
+
+  console.log('')
+  console.log('summary:')
+  for (const line of summary) console.log(line)
+  console.log(`  total time ${fmt((Date.now() - started) / 1000, 0)} s`)
+  if (markdown.length > 0) {
+    console.log('')
+    for (const line of markdown) console.log(`markdown: ${line}`)
+  }
+  if (CPU_PROF) console.log(`cpu profile: written to ${CPU_PROF} when the server exits`)
 }
 
-main().then(() => process.exit(0), err => {
-  console.error('\nbench failed:', err)
-  process.exit(1)
-})
+runBench(main)

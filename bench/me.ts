@@ -41,7 +41,7 @@ import { buildApp, type AppInstance } from '../app.js'
 import { loadConfig } from '../plugins/config.js'
 import requestLog, { genReqId, loggerOptions } from '../plugins/request-log.js'
 import { install } from '../test/helper.js'
-import { positiveInt, fmt, verdict, discard, benchDatabase } from './lib.js'
+import { positiveInt, fmt, verdict, discard, benchDatabase, runBench } from './lib.js'
 
 const SECONDS = positiveInt('BENCH_SECONDS', 10)
 const WARMUP = positiveInt('BENCH_WARMUP', 2, true)
@@ -149,99 +149,84 @@ async function listen (app: FastifyInstance | AppInstance): Promise<string> {
 }
 
 
-async function main (): Promise<void> {
-  const cleanups: Array<() => Promise<void> | void> = []
-  try {
-    const database = await benchDatabase('mg_bench')
-    cleanups.push(database.drop)
-    const databaseUrl = database.url
+async function main (cleanups: Array<() => Promise<void> | void>): Promise<void> {
+  const database = await benchDatabase('mg_bench')
+  cleanups.push(database.drop)
+  const databaseUrl = database.url
 
-    const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-'))
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    const config = loadConfig({
-      NODE_ENV: 'test',
-      DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl,
-      LOG_LEVEL,
-      // Per install and minute; the schema's maximum, far above what one install sends here.
-      PUBLIC_RATE_LIMIT: '1000000'
-    })
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-'))
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL,
+    // Per install and minute; the schema's maximum, far above what one install sends here.
+    PUBLIC_RATE_LIMIT: '1000000'
+  })
 
-    const app = await buildApp(config, { logStream: discard() })
-    cleanups.push(() => app.close())
-    await app.ready()
+  const app = await buildApp(config, { logStream: discard() })
+  cleanups.push(() => app.close())
+  await app.ready()
 
-    const installed = await install(app)
-    const headers = { authorization: `Bearer ${installed.accessToken}` }
-    const probe = await app.inject({ method: 'GET', url: PATH, headers })
-    if (probe.statusCode !== 200) throw new Error(`GET ${PATH}: ${probe.statusCode} ${probe.body}`)
-    const identity: unknown = probe.json()
+  const installed = await install(app)
+  const headers = { authorization: `Bearer ${installed.accessToken}` }
+  const probe = await app.inject({ method: 'GET', url: PATH, headers })
+  if (probe.statusCode !== 200) throw new Error(`GET ${PATH}: ${probe.statusCode} ${probe.body}`)
+  const identity: unknown = probe.json()
 
-    const bare = await buildBare(identity)
-    cleanups.push(() => bare.close())
-    const bareSide: Side = { name: 'bare', url: await listen(bare), headers, body: probe.body }
-    const meSide: Side = { name: '/me', url: await listen(app), headers, body: probe.body }
-    const check = await fetch(bareSide.url, { headers })
-    if (await check.text() !== probe.body) throw new Error('the bare route does not answer the same body as /me')
+  const bare = await buildBare(identity)
+  cleanups.push(() => bare.close())
+  const bareSide: Side = { name: 'bare', url: await listen(bare), headers, body: probe.body }
+  const meSide: Side = { name: '/me', url: await listen(app), headers, body: probe.body }
+  const check = await fetch(bareSide.url, { headers })
+  if (await check.text() !== probe.body) throw new Error('the bare route does not answer the same body as /me')
 
-    const cpu = cpus()
-    console.log(`marketplace-gateway bench: GET ${PATH} vs bare Fastify`)
-    console.log(`  ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) (warm-up ${WARMUP} s each), ` +
-      `autocannon ${INLINE ? 'on the servers\' thread' : 'in a worker thread'}, LOG_LEVEL ${LOG_LEVEL} on both`)
-    console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), Postgres ${new URL(databaseUrl).host}`)
-    console.log(`  body: ${probe.body}`)
+  const cpu = cpus()
+  console.log(`marketplace-gateway bench: GET ${PATH} vs bare Fastify`)
+  console.log(`  ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) (warm-up ${WARMUP} s each), ` +
+    `autocannon ${INLINE ? 'on the servers\' thread' : 'in a worker thread'}, LOG_LEVEL ${LOG_LEVEL} on both`)
+  console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), Postgres ${new URL(databaseUrl).host}`)
+  console.log(`  body: ${probe.body}`)
 
-    if (WARMUP > 0) {
-      process.stdout.write('warming up… ')
-      figures(bareSide, [await slice(bareSide, WARMUP)])
-      figures(meSide, [await slice(meSide, WARMUP)])
-      process.stdout.write('done\n')
-    }
-    // Other work on the machine moves the figures a lot on 2 cores: the 1-minute load average is shown per round.
-    const perSlice = SECONDS / ROUNDS
-    const raw = new Map<Side, RawResult[]>([[bareSide, []], [meSide, []]])
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? [bareSide, meSide] : [meSide, bareSide]
-      const parts: string[] = []
-      for (const side of order) {
-        const r = await slice(side, perSlice)
-        raw.get(side)!.push(r)
-        parts.push(`${side.name} ${fmt(r.totalCompletedRequests / r.duration)} req/s`)
-      }
-      console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
-    }
-    console.log('')
-    const b = figures(bareSide, raw.get(bareSide)!)
-    const m = figures(meSide, raw.get(meSide)!)
-
-    const ratio = m.rps / b.rps
-    const rows = [
-      ['side', 'req/s', 'p50 ms', 'p99 ms', 'requests'],
-      ['bare Fastify', fmt(b.rps), fmt(b.p50), fmt(b.p99), fmt(b.total)],
-      ['GET /public/v1/me', fmt(m.rps), fmt(m.p50), fmt(m.p99), fmt(m.total)]
-    ]
-    const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
-    for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
-    console.log('')
-    console.log(`  ratio (me / bare) ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ${verdict(ratio >= TARGET_RATIO)}`)
-    console.log(`  p99 of /me        ${fmt(m.p99)} ms  target <= ${TARGET_P99_MS} ms  ${verdict(m.p99 <= TARGET_P99_MS)}`)
-    console.log('')
-    console.log('markdown row: | ' + [new Date().toISOString().slice(0, 16).replace('T', ' '),
-      fmt(b.rps), fmt(b.p50), fmt(b.p99), fmt(m.rps), fmt(m.p50), fmt(m.p99), ratio.toFixed(3),
-      verdict(ratio >= TARGET_RATIO), verdict(m.p99 <= TARGET_P99_MS)].join(' | ') + ' |')
-  } finally {
-    // Servers first, then the database they use, then the temporary directory.
-    for (const fn of cleanups.reverse()) {
-      try {
-        await fn()
-      } catch (err) {
-        console.error('cleanup failed:', err)
-      }
-    }
+  if (WARMUP > 0) {
+    process.stdout.write('warming up… ')
+    figures(bareSide, [await slice(bareSide, WARMUP)])
+    figures(meSide, [await slice(meSide, WARMUP)])
+    process.stdout.write('done\n')
   }
+  // Other work on the machine moves the figures a lot on 2 cores: the 1-minute load average is shown per round.
+  const perSlice = SECONDS / ROUNDS
+  const raw = new Map<Side, RawResult[]>([[bareSide, []], [meSide, []]])
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = round % 2 === 0 ? [bareSide, meSide] : [meSide, bareSide]
+    const parts: string[] = []
+    for (const side of order) {
+      const r = await slice(side, perSlice)
+      raw.get(side)!.push(r)
+      parts.push(`${side.name} ${fmt(r.totalCompletedRequests / r.duration)} req/s`)
+    }
+    console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
+  }
+  console.log('')
+  const b = figures(bareSide, raw.get(bareSide)!)
+  const m = figures(meSide, raw.get(meSide)!)
+
+  const ratio = m.rps / b.rps
+  const rows = [
+    ['side', 'req/s', 'p50 ms', 'p99 ms', 'requests'],
+    ['bare Fastify', fmt(b.rps), fmt(b.p50), fmt(b.p99), fmt(b.total)],
+    ['GET /public/v1/me', fmt(m.rps), fmt(m.p50), fmt(m.p99), fmt(m.total)]
+  ]
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
+  for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
+  console.log('')
+  console.log(`  ratio (me / bare) ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ${verdict(ratio >= TARGET_RATIO)}`)
+  console.log(`  p99 of /me        ${fmt(m.p99)} ms  target <= ${TARGET_P99_MS} ms  ${verdict(m.p99 <= TARGET_P99_MS)}`)
+  console.log('')
+  console.log('markdown row: | ' + [new Date().toISOString().slice(0, 16).replace('T', ' '),
+    fmt(b.rps), fmt(b.p50), fmt(b.p99), fmt(m.rps), fmt(m.p50), fmt(m.p99), ratio.toFixed(3),
+    verdict(ratio >= TARGET_RATIO), verdict(m.p99 <= TARGET_P99_MS)].join(' | ') + ' |')
 }
 
-main().then(() => process.exit(0), err => {
-  console.error('\nbench failed:', err)
-  process.exit(1)
-})
+runBench(main)

@@ -75,7 +75,7 @@ import { loadConfig } from '../plugins/config.js'
 import { WAKEUP_CHANNEL } from '../plugins/webhooks/queue.js'
 import type { Installed } from '../test/helper.js'
 import { selfSigned } from '../test/receiver.js'
-import { positiveInt, fmt, verdict, benchDatabase } from './lib.js'
+import { positiveInt, fmt, verdict, benchDatabase, runBench } from './lib.js'
 
 const EVENTS = positiveInt('BENCH_EVENTS', 20_000)
 const FANOUT_SUBSCRIPTIONS = positiveInt('BENCH_FANOUT_SUBSCRIPTIONS', 200)
@@ -624,202 +624,187 @@ function ceiling (port: number, caFile: string, concurrency: number, bodySize: n
 
 // ---------------------------------------------------------------------------------------------------------------
 
-async function main (): Promise<void> {
+async function main (cleanups: Array<() => Promise<void> | void>): Promise<void> {
   // test/helper.ts makes (and drops at beforeExit, which process.exit skips) a database of its own when
   // DATABASE_URL is set; this benchmark takes its database from BENCH_DATABASE_URL only, so it is imported without.
   delete process.env.DATABASE_URL
   const { install } = await import('../test/helper.js')
-  const cleanups: Array<() => Promise<void> | void> = []
   let failed = false
-  try {
-    const database = await benchDatabase('mg_bench_wh')
-    cleanups.push(database.drop)
-    const databaseUrl = database.url
+  const database = await benchDatabase('mg_bench_wh')
+  cleanups.push(database.drop)
+  const databaseUrl = database.url
 
-    // The receiver: arrivals go to whichever phase is current.
-    const { key, cert, caFile } = selfSigned()
-    let phase = new Tally()
-    const setPhase = (t: Tally) => { phase = t }
-    const receiver = await startReceiver(key, cert, arrivals => {
-      for (const a of arrivals) if (!a.path.startsWith('/ceiling')) phase.add(a)
-    })
-    cleanups.push(() => receiver.close())
-    const base = `https://127.0.0.1:${receiver.port}`
+  // The receiver: arrivals go to whichever phase is current.
+  const { key, cert, caFile } = selfSigned()
+  let phase = new Tally()
+  const setPhase = (t: Tally) => { phase = t }
+  const receiver = await startReceiver(key, cert, arrivals => {
+    for (const a of arrivals) if (!a.path.startsWith('/ceiling')) phase.add(a)
+  })
+  cleanups.push(() => receiver.close())
+  const base = `https://127.0.0.1:${receiver.port}`
 
-    const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-wh-'))
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    const config = loadConfig({
-      NODE_ENV: 'test',
-      DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl,
-      LOG_LEVEL,
-      PUBLIC_RATE_LIMIT: '1000000',
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-      WEBHOOK_CA_FILE: caFile,
-      ...(WEBHOOK_CONCURRENCY ? { WEBHOOK_CONCURRENCY } : {})
-    })
-    const logs = new LogSink()
-    const app = await buildApp(config, { logStream: logs })
-    cleanups.push(() => app.close())
-    await app.ready()
-    if (!app.webhookWorker) throw new Error('the app has no delivery worker (WEBHOOK_WORKER)')
-    instrument(app)
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-wh-'))
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL,
+    PUBLIC_RATE_LIMIT: '1000000',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_CA_FILE: caFile,
+    ...(WEBHOOK_CONCURRENCY ? { WEBHOOK_CONCURRENCY } : {})
+  })
+  const logs = new LogSink()
+  const app = await buildApp(config, { logStream: logs })
+  cleanups.push(() => app.close())
+  await app.ready()
+  if (!app.webhookWorker) throw new Error('the app has no delivery worker (WEBHOOK_WORKER)')
+  instrument(app)
 
-    // Tenants: one install with one subscription (latency, workload A); one org/entity with installs of 50.
-    const single = await install(app)
-    const singlePath = '/hooks/single'
-    await subscribe(app, single, base + singlePath)
-    const fanoutPaths: string[] = []
-    let tenant: Installed | undefined
-    for (let k = 0; k < FANOUT_SUBSCRIPTIONS; k++) {
-      if (k % PER_INSTALL === 0) tenant = await install(app, tenant ? { orgRefId: tenant.orgRefId, entityRefId: tenant.entityRefId } : {})
-      const path = `/hooks/fanout/${k}`
-      await subscribe(app, tenant!, base + path)
-      fanoutPaths.push(path)
-    }
-    const fanoutTenant = tenant!
-    const installs = Math.ceil(FANOUT_SUBSCRIPTIONS / PER_INSTALL)
-
-    // Other processes on the machine move the figures a lot: how busy it was just before the run.
-    const idle0 = machineCpu()
-    await sleep(1_000)
-    const idle1 = machineCpu()
-    const busyBefore = idle0 && idle1 ? 1 - (idle1.idle - idle0.idle) / Math.max(1, idle1.total - idle0.total) : NaN
-    const cpu = cpus()
-    const concurrency = app.config.webhookConcurrency
-    console.log('marketplace-gateway bench: webhook delivery throughput and latency')
-    console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), Postgres ${new URL(databaseUrl).host}, ` +
-      `load average ${loadavg()[0]!.toFixed(2)}, machine ${fmt(busyBefore * 100)}% busy in the second before the run`)
-    console.log(`  worker in process: WEBHOOK_CONCURRENCY ${concurrency}, LOG_LEVEL ${LOG_LEVEL} (lines discarded after serialisation), ` +
-      `receiver ${INLINE ? 'on the app\'s thread' : 'in a worker thread'}, publishing with ${PUBLISH_CONCURRENCY} concurrent POST /events injections`)
-    console.log('')
-
-    // The ceiling in three slices: before the latency test, between the workloads, at the end.
-    const ceil = PHASES.has('ceiling')
-      ? ceiling(receiver.port, caFile, concurrency, Buffer.byteLength(eventBody(`evt_${randomBytes(16).toString('base64url')}`, single, 1, new Date())))
-      : undefined
-    if (ceil) cleanups.push(() => ceil.close())
-    const ceilingSlice = async (when: string) => {
-      if (!ceil) return
-      const r = await ceil.slice(Math.ceil(CEILING_REQUESTS / 3))
-      console.log(`ceiling, ${when} (undici request, no database, ${concurrency} connections and in flight, ${ceil.bodySize}-byte body): ` +
-        `${fmt(r.requests)} POSTs in ${fmt(r.seconds, 2)} s, ${fmt(r.rps)} req/s`)
-      console.log('')
-    }
-    await ceilingSlice('1/3')
-
-    let lat: Awaited<ReturnType<typeof latency>> | undefined
-    if (PHASES.has('latency')) {
-      lat = await latency(app, setPhase, single, singlePath)
-      console.log(`latency, idle queue (${lat.n} events one at a time, ${LATENCY_WARMUP} warm-up, ${LATENCY_GAP_MS} ms pause after each):`)
-      console.log(`  event to first attempt: p50 ${fmt(lat.p50, 1)} ms, p90 ${fmt(lat.p90, 1)} ms, p99 ${fmt(lat.p99, 1)} ms ` +
-        `(min ${fmt(lat.min, 1)}, max ${fmt(lat.max, 1)}, ${lat.over500} over 500 ms; duplicates ${lat.duplicates})`)
-      console.log(`  POST /events answered: p50 ${fmt(lat.ackP50, 1)} ms, p99 ${fmt(lat.ackP99, 1)} ms`)
-      console.log('')
-    }
-
-    const results: WorkloadResult[] = []
-    const runs = [
-      ['a', 'A', single, [singlePath], EVENTS, false],
-      ['a-drain', 'A', single, [singlePath], EVENTS, true],
-      ['b', 'B', fanoutTenant, fanoutPaths, FANOUT_EVENTS, false],
-      ['b-drain', 'B', fanoutTenant, fanoutPaths, FANOUT_EVENTS, true]
-    ] as const
-    let middle = false
-    for (const [phaseName, name, t, paths, events, backlog] of runs) {
-      if (!PHASES.has(phaseName)) continue
-      if (name === 'B' && !middle) {
-        if (results.length > 0) console.log('')
-        await ceilingSlice('2/3')
-        middle = true
-      }
-      const label = `workload ${name}, ${backlog ? 'backlog drain' : 'end to end'}: ${paths.length} subscription(s)` +
-        `${paths.length > 1 ? ` (${installs} installs, one tenant)` : ''} × ${fmt(events)} events`
-      process.stdout.write(`${label} … `)
-      const r = await workload(app, setPhase, name, t, [...paths], events, backlog ? databaseUrl : undefined)
-      results.push(r)
-      process.stdout.write('done\n')
-      if (backlog) {
-        console.log(`  ${fmt(r.events)} events and ${fmt(r.events * r.subscriptions)} deliveries committed in one transaction; ` +
-          `delivered in ${fmt(r.deliverySeconds, 2)} s from the commit: ${fmt(r.deliveredPerS)} deliveries/s (all recorded after ${fmt(r.recordedSeconds, 2)} s)`)
-      } else {
-        console.log(`  published ${fmt(r.events)} events in ${fmt(r.publishSeconds, 2)} s (${fmt(r.publishedPerS)} events/s); ` +
-          `delivered ${fmt(r.deliveries)} in ${fmt(r.deliverySeconds, 2)} s from the first publish: ${fmt(r.deliveredPerS)} deliveries/s ` +
-          `(all recorded after ${fmt(r.recordedSeconds, 2)} s)`)
-      }
-      console.log(`  deliveries per second: ${r.perSecond.map(x => fmt(x)).join(', ')}`)
-      if (r.pendingLeft > 0) console.log(`  WARNING: ${fmt(r.pendingLeft)} deliveries still pending 30 s after the last arrival (results not recorded)`)
-      console.log(`  missing ${r.missing}, duplicates ${r.duplicates}, retries ${r.retries}; worker in flight avg ${fmt(r.stats.inFlightAvg, 1)} ` +
-        `(p50 ${fmt(r.stats.inFlightP50)}) of ${concurrency}; event-loop delay p50 ${fmt(r.stats.loopP50, 1)} ms, p99 ${fmt(r.stats.loopP99, 1)} ms, max ${fmt(r.stats.loopMax)} ms`)
-      console.log(`  CPU: this process ${fmt(r.stats.processCpu * 100)}% of one core, Postgres ${fmt(r.stats.postgresCpu * 100)}%, ` +
-        `machine ${fmt(r.stats.machineBusy * 100)}% busy (all ${cpus().length} cores, so about ` +
-        `${fmt(Math.max(0, r.stats.machineBusy * cpus().length - r.stats.processCpu - r.stats.postgresCpu) * 100)}% of one core for other processes); per delivery: this process ` +
-        `${fmt(r.stats.processCpu * r.stats.wallMs / r.deliveries * 1000)} µs, Postgres ${fmt(r.stats.postgresCpu * r.stats.wallMs / r.deliveries * 1000)} µs`)
-      const d = r.stats.db
-      console.log(`  database: ${fmt(d.statements)} statements (BEGIN/COMMIT not counted) and ${fmt(d.transactions)} transactions from the app; ` +
-        `${fmt(d.claims)} claims of ${fmt(d.claimed / Math.max(1, d.claims), 1)} deliveries on average (${fmt(d.claimMs / Math.max(1, d.claims), 1)} ms each), ` +
-        `${fmt(d.flushes)} result flushes of ${fmt(d.recorded / Math.max(1, d.flushes), 1)} on average (${fmt(d.flushMs / Math.max(1, d.flushes), 1)} ms each, COMMIT not included)`)
-      if (r.missing > 0) failed = true
-    }
-    if (results.length > 0) console.log('')
-
-    if (!middle) await ceilingSlice('2/3')
-    await ceilingSlice('3/3')
-    const ceilTotal = ceil?.total()
-    if (ceilTotal) {
-      console.log(`ceiling, all slices: ${fmt(ceilTotal.requests)} POSTs in ${fmt(ceilTotal.seconds, 2)} s, ${fmt(ceilTotal.rps)} req/s`)
-      console.log('')
-    }
-
-    const ratio = (r: WorkloadResult): string => ceilTotal ? (r.deliveredPerS / ceilTotal.rps).toFixed(3) : '-'
-    const rows = [
-      ['workload', 'published/s', 'delivered/s', 'seconds', 'deliveries', 'dups', 'missing', 'ratio to ceiling'],
-      ...results.map(r => [`${r.name}: ${r.subscriptions} × ${fmt(r.events)}, ${r.backlog ? 'backlog drain' : 'end to end'}`,
-        r.backlog ? '(backlog)' : fmt(r.publishedPerS), fmt(r.deliveredPerS), fmt(r.deliverySeconds, 2),
-        fmt(r.deliveries), String(r.duplicates), String(r.missing), ratio(r)]),
-      ...(ceilTotal ? [['ceiling (undici, no database)', '', fmt(ceilTotal.rps), fmt(ceilTotal.seconds, 2), fmt(ceilTotal.requests), '', '', '1.000']] : [])
-    ]
-    const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
-    for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
-    console.log('')
-    for (const r of results) {
-      const what = `workload ${r.name} delivered/s, ${r.backlog ? 'backlog drain' : 'end to end  '}`
-      console.log(`  ${what}  ${fmt(r.deliveredPerS).padStart(7)}     target >= ${fmt(TARGET_RATE)}  ${verdict(r.deliveredPerS >= TARGET_RATE)}`)
-    }
-    if (lat) console.log(`  p50 event to first attempt (idle queue)   ${fmt(lat.p50, 1).padStart(7)} ms  target <= ${TARGET_P50_MS} ms  ${verdict(lat.p50 <= TARGET_P50_MS)}`)
-    if (lat && ceilTotal && results.length === 4) {
-      console.log('')
-      const [a, aDrain, b, bDrain] = results as [WorkloadResult, WorkloadResult, WorkloadResult, WorkloadResult]
-      console.log('markdown row: | ' + [new Date().toISOString().slice(0, 16).replace('T', ' '),
-        `${fmt(a.publishedPerS)} / ${fmt(a.deliveredPerS)} / ${fmt(aDrain.deliveredPerS)}`,
-        `${fmt(b.publishedPerS)} / ${fmt(b.deliveredPerS)} / ${fmt(bDrain.deliveredPerS)}`,
-        fmt(ceilTotal.rps),
-        results.map(ratio).join(' / '),
-        `${fmt(lat.p50, 1)} / ${fmt(lat.p90, 1)} / ${fmt(lat.p99, 1)}`,
-        results.map(r => r.duplicates).join(' / '),
-        results.map(r => verdict(r.deliveredPerS >= TARGET_RATE)).join(' / '),
-        verdict(lat.p50 <= TARGET_P50_MS)].join(' | ') + ' |')
-    }
-
-    if (logs.problems.length > 0) {
-      console.log('')
-      console.log(`app warnings and errors (${logs.problems.length}):`)
-      for (const line of logs.problems.slice(0, 5)) console.log('  ' + line.slice(0, 400))
-    }
-    if (failed) throw new Error(`lost deliveries: ${results.map(r => `workload ${r.name} ${r.missing} missing`).join(', ')}`)
-  } finally {
-    // The app first (its worker drains), then the receiver, the database, the temporary directory.
-    for (const fn of cleanups.reverse()) {
-      try {
-        await fn()
-      } catch (err) {
-        console.error('cleanup failed:', err)
-      }
-    }
+  // Tenants: one install with one subscription (latency, workload A); one org/entity with installs of 50.
+  const single = await install(app)
+  const singlePath = '/hooks/single'
+  await subscribe(app, single, base + singlePath)
+  const fanoutPaths: string[] = []
+  let tenant: Installed | undefined
+  for (let k = 0; k < FANOUT_SUBSCRIPTIONS; k++) {
+    if (k % PER_INSTALL === 0) tenant = await install(app, tenant ? { orgRefId: tenant.orgRefId, entityRefId: tenant.entityRefId } : {})
+    const path = `/hooks/fanout/${k}`
+    await subscribe(app, tenant!, base + path)
+    fanoutPaths.push(path)
   }
+  const fanoutTenant = tenant!
+  const installs = Math.ceil(FANOUT_SUBSCRIPTIONS / PER_INSTALL)
+
+  // Other processes on the machine move the figures a lot: how busy it was just before the run.
+  const idle0 = machineCpu()
+  await sleep(1_000)
+  const idle1 = machineCpu()
+  const busyBefore = idle0 && idle1 ? 1 - (idle1.idle - idle0.idle) / Math.max(1, idle1.total - idle0.total) : NaN
+  const cpu = cpus()
+  const concurrency = app.config.webhookConcurrency
+  console.log('marketplace-gateway bench: webhook delivery throughput and latency')
+  console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), Postgres ${new URL(databaseUrl).host}, ` +
+    `load average ${loadavg()[0]!.toFixed(2)}, machine ${fmt(busyBefore * 100)}% busy in the second before the run`)
+  console.log(`  worker in process: WEBHOOK_CONCURRENCY ${concurrency}, LOG_LEVEL ${LOG_LEVEL} (lines discarded after serialisation), ` +
+    `receiver ${INLINE ? 'on the app\'s thread' : 'in a worker thread'}, publishing with ${PUBLISH_CONCURRENCY} concurrent POST /events injections`)
+  console.log('')
+
+  // The ceiling in three slices: before the latency test, between the workloads, at the end.
+  const ceil = PHASES.has('ceiling')
+    ? ceiling(receiver.port, caFile, concurrency, Buffer.byteLength(eventBody(`evt_${randomBytes(16).toString('base64url')}`, single, 1, new Date())))
+    : undefined
+  if (ceil) cleanups.push(() => ceil.close())
+  const ceilingSlice = async (when: string) => {
+    if (!ceil) return
+    const r = await ceil.slice(Math.ceil(CEILING_REQUESTS / 3))
+    console.log(`ceiling, ${when} (undici request, no database, ${concurrency} connections and in flight, ${ceil.bodySize}-byte body): ` +
+      `${fmt(r.requests)} POSTs in ${fmt(r.seconds, 2)} s, ${fmt(r.rps)} req/s`)
+    console.log('')
+  }
+  await ceilingSlice('1/3')
+
+  let lat: Awaited<ReturnType<typeof latency>> | undefined
+  if (PHASES.has('latency')) {
+    lat = await latency(app, setPhase, single, singlePath)
+    console.log(`latency, idle queue (${lat.n} events one at a time, ${LATENCY_WARMUP} warm-up, ${LATENCY_GAP_MS} ms pause after each):`)
+    console.log(`  event to first attempt: p50 ${fmt(lat.p50, 1)} ms, p90 ${fmt(lat.p90, 1)} ms, p99 ${fmt(lat.p99, 1)} ms ` +
+      `(min ${fmt(lat.min, 1)}, max ${fmt(lat.max, 1)}, ${lat.over500} over 500 ms; duplicates ${lat.duplicates})`)
+    console.log(`  POST /events answered: p50 ${fmt(lat.ackP50, 1)} ms, p99 ${fmt(lat.ackP99, 1)} ms`)
+    console.log('')
+  }
+
+  const results: WorkloadResult[] = []
+  const runs = [
+    ['a', 'A', single, [singlePath], EVENTS, false],
+    ['a-drain', 'A', single, [singlePath], EVENTS, true],
+    ['b', 'B', fanoutTenant, fanoutPaths, FANOUT_EVENTS, false],
+    ['b-drain', 'B', fanoutTenant, fanoutPaths, FANOUT_EVENTS, true]
+  ] as const
+  let middle = false
+  for (const [phaseName, name, t, paths, events, backlog] of runs) {
+    if (!PHASES.has(phaseName)) continue
+    if (name === 'B' && !middle) {
+      if (results.length > 0) console.log('')
+      await ceilingSlice('2/3')
+      middle = true
+    }
+    const label = `workload ${name}, ${backlog ? 'backlog drain' : 'end to end'}: ${paths.length} subscription(s)` +
+      `${paths.length > 1 ? ` (${installs} installs, one tenant)` : ''} × ${fmt(events)} events`
+    process.stdout.write(`${label} … `)
+    const r = await workload(app, setPhase, name, t, [...paths], events, backlog ? databaseUrl : undefined)
+    results.push(r)
+    process.stdout.write('done\n')
+    if (backlog) {
+      console.log(`  ${fmt(r.events)} events and ${fmt(r.events * r.subscriptions)} deliveries committed in one transaction; ` +
+        `delivered in ${fmt(r.deliverySeconds, 2)} s from the commit: ${fmt(r.deliveredPerS)} deliveries/s (all recorded after ${fmt(r.recordedSeconds, 2)} s)`)
+    } else {
+      console.log(`  published ${fmt(r.events)} events in ${fmt(r.publishSeconds, 2)} s (${fmt(r.publishedPerS)} events/s); ` +
+        `delivered ${fmt(r.deliveries)} in ${fmt(r.deliverySeconds, 2)} s from the first publish: ${fmt(r.deliveredPerS)} deliveries/s ` +
+        `(all recorded after ${fmt(r.recordedSeconds, 2)} s)`)
+    }
+    console.log(`  deliveries per second: ${r.perSecond.map(x => fmt(x)).join(', ')}`)
+    if (r.pendingLeft > 0) console.log(`  WARNING: ${fmt(r.pendingLeft)} deliveries still pending 30 s after the last arrival (results not recorded)`)
+    console.log(`  missing ${r.missing}, duplicates ${r.duplicates}, retries ${r.retries}; worker in flight avg ${fmt(r.stats.inFlightAvg, 1)} ` +
+      `(p50 ${fmt(r.stats.inFlightP50)}) of ${concurrency}; event-loop delay p50 ${fmt(r.stats.loopP50, 1)} ms, p99 ${fmt(r.stats.loopP99, 1)} ms, max ${fmt(r.stats.loopMax)} ms`)
+    console.log(`  CPU: this process ${fmt(r.stats.processCpu * 100)}% of one core, Postgres ${fmt(r.stats.postgresCpu * 100)}%, ` +
+      `machine ${fmt(r.stats.machineBusy * 100)}% busy (all ${cpus().length} cores, so about ` +
+      `${fmt(Math.max(0, r.stats.machineBusy * cpus().length - r.stats.processCpu - r.stats.postgresCpu) * 100)}% of one core for other processes); per delivery: this process ` +
+      `${fmt(r.stats.processCpu * r.stats.wallMs / r.deliveries * 1000)} µs, Postgres ${fmt(r.stats.postgresCpu * r.stats.wallMs / r.deliveries * 1000)} µs`)
+    const d = r.stats.db
+    console.log(`  database: ${fmt(d.statements)} statements (BEGIN/COMMIT not counted) and ${fmt(d.transactions)} transactions from the app; ` +
+      `${fmt(d.claims)} claims of ${fmt(d.claimed / Math.max(1, d.claims), 1)} deliveries on average (${fmt(d.claimMs / Math.max(1, d.claims), 1)} ms each), ` +
+      `${fmt(d.flushes)} result flushes of ${fmt(d.recorded / Math.max(1, d.flushes), 1)} on average (${fmt(d.flushMs / Math.max(1, d.flushes), 1)} ms each, COMMIT not included)`)
+    if (r.missing > 0) failed = true
+  }
+  if (results.length > 0) console.log('')
+
+  if (!middle) await ceilingSlice('2/3')
+  await ceilingSlice('3/3')
+  const ceilTotal = ceil?.total()
+  if (ceilTotal) {
+    console.log(`ceiling, all slices: ${fmt(ceilTotal.requests)} POSTs in ${fmt(ceilTotal.seconds, 2)} s, ${fmt(ceilTotal.rps)} req/s`)
+    console.log('')
+  }
+
+  const ratio = (r: WorkloadResult): string => ceilTotal ? (r.deliveredPerS / ceilTotal.rps).toFixed(3) : '-'
+  const rows = [
+    ['workload', 'published/s', 'delivered/s', 'seconds', 'deliveries', 'dups', 'missing', 'ratio to ceiling'],
+    ...results.map(r => [`${r.name}: ${r.subscriptions} × ${fmt(r.events)}, ${r.backlog ? 'backlog drain' : 'end to end'}`,
+      r.backlog ? '(backlog)' : fmt(r.publishedPerS), fmt(r.deliveredPerS), fmt(r.deliverySeconds, 2),
+      fmt(r.deliveries), String(r.duplicates), String(r.missing), ratio(r)]),
+    ...(ceilTotal ? [['ceiling (undici, no database)', '', fmt(ceilTotal.rps), fmt(ceilTotal.seconds, 2), fmt(ceilTotal.requests), '', '', '1.000']] : [])
+  ]
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
+  for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
+  console.log('')
+  for (const r of results) {
+    const what = `workload ${r.name} delivered/s, ${r.backlog ? 'backlog drain' : 'end to end  '}`
+    console.log(`  ${what}  ${fmt(r.deliveredPerS).padStart(7)}     target >= ${fmt(TARGET_RATE)}  ${verdict(r.deliveredPerS >= TARGET_RATE)}`)
+  }
+  if (lat) console.log(`  p50 event to first attempt (idle queue)   ${fmt(lat.p50, 1).padStart(7)} ms  target <= ${TARGET_P50_MS} ms  ${verdict(lat.p50 <= TARGET_P50_MS)}`)
+  if (lat && ceilTotal && results.length === 4) {
+    console.log('')
+    const [a, aDrain, b, bDrain] = results as [WorkloadResult, WorkloadResult, WorkloadResult, WorkloadResult]
+    console.log('markdown row: | ' + [new Date().toISOString().slice(0, 16).replace('T', ' '),
+      `${fmt(a.publishedPerS)} / ${fmt(a.deliveredPerS)} / ${fmt(aDrain.deliveredPerS)}`,
+      `${fmt(b.publishedPerS)} / ${fmt(b.deliveredPerS)} / ${fmt(bDrain.deliveredPerS)}`,
+      fmt(ceilTotal.rps),
+      results.map(ratio).join(' / '),
+      `${fmt(lat.p50, 1)} / ${fmt(lat.p90, 1)} / ${fmt(lat.p99, 1)}`,
+      results.map(r => r.duplicates).join(' / '),
+      results.map(r => verdict(r.deliveredPerS >= TARGET_RATE)).join(' / '),
+      verdict(lat.p50 <= TARGET_P50_MS)].join(' | ') + ' |')
+  }
+
+  if (logs.problems.length > 0) {
+    console.log('')
+    console.log(`app warnings and errors (${logs.problems.length}):`)
+    for (const line of logs.problems.slice(0, 5)) console.log('  ' + line.slice(0, 400))
+  }
+  if (failed) throw new Error(`lost deliveries: ${results.map(r => `workload ${r.name} ${r.missing} missing`).join(', ')}`)
 }
 
-main().then(() => process.exit(0), err => {
-  console.error('\nbench failed:', err)
-  process.exit(1)
-})
+runBench(main)
