@@ -74,6 +74,13 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   app.setValidatorCompiler(validatorCompiler())
   // JSON everywhere (forms only on the OAuth routes): anything else is 415, not a string to validate.
   app.removeContentTypeParser('text/plain')
+  // Some clients label even a bodiless DELETE as JSON; an empty body there means no body, not a malformed one.
+  const json = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '' && request.method === 'DELETE') return done(null, undefined)
+    json(request, body as string, done)
+  })
 
   // Infrastructure first, then the services, then the routes.
   await app.register(configPlugin, { config })

@@ -167,3 +167,15 @@ t.test('oversized headers over real HTTP get a JSON body and a request id', asyn
   t.same(await res.json(), { error: 'request_header_fields_too_large', message: 'Request headers are too large.' })
   t.ok(res.headers.get('x-request-id'))
 })
+
+t.test('a DELETE labelled JSON with an empty body is a DELETE without a body', async t => {
+  const app = await build(t)
+  const i = await install(app)
+  const res = await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: { ...bearer(i.userToken), 'content-type': 'application/json' }, payload: '' })
+  t.equal(res.statusCode, 200)
+  const poisoned = await app.inject({
+    method: 'POST', url: '/apps', headers: { ...bearer(i.ownerToken), 'content-type': 'application/json' },
+    payload: '{"slug":"p-app","name":"n","redirect_uris":["https://x.example/cb"],"scopes":["invoices:read"],"__proto__":{"x":1}}'
+  })
+  t.equal(poisoned.statusCode, 400, 'prototype poisoning is still refused')
+})
