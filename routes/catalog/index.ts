@@ -27,8 +27,8 @@ const catalog: FastifyPluginAsyncTypebox = async (app) => {
     description: DESCRIPTION,
     url: endpoint,
     version: VERSION,
+    // The card describes the capabilities; `url` is the MCP endpoint, which speaks MCP, not A2A's own JSON-RPC.
     protocolVersion: '0.3.0',
-    preferredTransport: 'JSONRPC',
     provider: { organization: 'marketplace-gateway', url: publicBaseUrl },
     documentationUrl: `${publicBaseUrl}/docs`,
     capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
