@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto'
+import { createRequire } from 'node:module'
 import { Writable } from 'node:stream'
+import { Worker } from 'node:worker_threads'
+import autocannon from 'autocannon'
 import pg from 'pg'
 
 /** What the benchmarks share: environment knobs, number formatting, verdicts and a throw-away database. */
@@ -56,4 +59,53 @@ export function runBench (main: (cleanups: Cleanup[]) => Promise<void>): void {
   main(cleanups).then(
     async () => { await cleanUp(); process.exit(0) },
     async err => { await cleanUp(); console.error('\nbench failed:', err); process.exit(1) })
+}
+
+/** What autocannon answers with `skipAggregateResult`: histograms still encoded, to be merged by `aggregateResult`. */
+export interface RawResult {
+  totalCompletedRequests: number
+  duration: number
+  errors: number
+  timeouts: number
+  mismatches: number
+  non2xx: number
+}
+
+export const aggregateResult = (autocannon as unknown as {
+  aggregateResult(results: RawResult[], opts: autocannon.Options): autocannon.Result
+}).aggregateResult
+
+const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon')
+
+/**
+ * autocannon in a worker thread (a fresh one per slice), so that it neither shares the servers' event loop nor
+ * pollutes their heap. Functions cannot cross into the worker, so a per-connection session header (`sessions`) and
+ * a body check (`expect`, a substring) are built there from plain data.
+ */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const { autocannon, opts, sessions, expect } = workerData
+if (sessions) {
+  let next = 0
+  opts.setupClient = client => client.setHeaders({ ...opts.headers, 'mcp-session-id': sessions[next++ % sessions.length] })
+}
+if (expect) opts.verifyBody = body => typeof body === 'string' && body.includes(expect)
+require(autocannon)(opts, (err, result) => {
+  if (err) parentPort.postMessage({ error: String(err && err.stack || err) })
+  else parentPort.postMessage({ result })
+})`
+
+/** One slice of load; `inline` runs autocannon on this thread instead (BENCH_INLINE). */
+export function loadSlice (opts: autocannon.Options, extras: { sessions?: string[], expect?: string } = {}, inline = false): Promise<RawResult> {
+  if (inline) return autocannon({ ...opts, skipAggregateResult: true }) as unknown as Promise<RawResult>
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { autocannon: AUTOCANNON, opts: { ...opts, skipAggregateResult: true }, ...extras } })
+    worker.once('message', (msg: { error?: string, result?: RawResult }) => {
+      if (msg.result) resolve(msg.result)
+      else reject(new Error(`autocannon: ${msg.error}`))
+      void worker.terminate()
+    })
+    worker.once('error', reject)
+    worker.once('exit', code => reject(new Error(`load worker exited (${code}) without a result`)))
+  })
 }

@@ -47,15 +47,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
-import { Worker } from 'node:worker_threads'
 import autocannon from 'autocannon'
 import { Agent, request } from 'undici'
-import { positiveInt, fmt, verdict, benchDatabase, runBench } from './lib.js'
+import { aggregateResult, benchDatabase, fmt, loadSlice, positiveInt, runBench, verdict, type RawResult } from './lib.js'
 
 const SESSIONS = positiveInt('BENCH_SESSIONS', 1000)
 const WARM_SESSIONS = positiveInt('BENCH_WARM_SESSIONS', 100, true)
@@ -247,51 +245,11 @@ interface Side {
   expect?: string
 }
 
-interface RawResult {
-  totalCompletedRequests: number
-  duration: number
-  errors: number
-  timeouts: number
-  mismatches: number
-  non2xx: number
-}
 
 interface Figures { rps: number, p50: number, p99: number, total: number, duration: number, cpuPerRequest: number }
 
-const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon')
-const aggregateResult = (autocannon as unknown as {
-  aggregateResult(results: RawResult[], opts: autocannon.Options): autocannon.Result
-}).aggregateResult
-
-/**
- * autocannon in a worker thread (a fresh one per slice). Functions cannot cross into the worker, so the per-connection
- * session (setupClient) and the body check (verifyBody) are built there from plain data.
- */
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads')
-const { autocannon, opts, sessions, expect } = workerData
-if (sessions) {
-  let next = 0
-  opts.setupClient = client => client.setHeaders({ ...opts.headers, 'mcp-session-id': sessions[next++ % sessions.length] })
-}
-if (expect) opts.verifyBody = body => typeof body === 'string' && body.includes(expect)
-require(autocannon)(opts, (err, result) => {
-  if (err) parentPort.postMessage({ error: String(err && err.stack || err) })
-  else parentPort.postMessage({ result })
-})`
-
 function slice (side: Side, seconds: number): Promise<RawResult> {
-  const opts = { ...side.opts, connections: CONNECTIONS, duration: seconds }
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { autocannon: AUTOCANNON, opts, sessions: side.sessions, expect: side.expect } })
-    worker.once('message', (msg: { error?: string, result?: RawResult }) => {
-      if (msg.result) resolve(msg.result)
-      else reject(new Error(`autocannon: ${msg.error}`))
-      void worker.terminate()
-    })
-    worker.once('error', reject)
-    worker.once('exit', code => reject(new Error(`load worker exited (${code}) without a result`)))
-  })
+  return loadSlice({ ...side.opts, connections: CONNECTIONS, duration: seconds }, { sessions: side.sessions, expect: side.expect })
 }
 
 function figures (side: Side, results: RawResult[], cpuMicros: number): Figures {

@@ -32,16 +32,13 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { cpus, loadavg, tmpdir } from 'node:os'
-import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { Worker } from 'node:worker_threads'
-import autocannon from 'autocannon'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import { buildApp, type AppInstance } from '../app.js'
 import { loadConfig } from '../plugins/config.js'
 import requestLog, { genReqId, loggerOptions } from '../plugins/request-log.js'
 import { install } from '../test/helper.js'
-import { positiveInt, fmt, verdict, discard, benchDatabase, runBench } from './lib.js'
+import { aggregateResult, benchDatabase, discard, fmt, loadSlice, positiveInt, runBench, verdict, type RawResult } from './lib.js'
 
 const SECONDS = positiveInt('BENCH_SECONDS', 10)
 const WARMUP = positiveInt('BENCH_WARMUP', 2, true)
@@ -70,48 +67,8 @@ interface Figures {
   duration: number
 }
 
-/** What autocannon answers in a worker thread: histograms still encoded, to be merged by `aggregateResult`. */
-interface RawResult {
-  totalCompletedRequests: number
-  duration: number
-  errors: number
-  timeouts: number
-  mismatches: number
-  non2xx: number
-}
-
-const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon')
-const aggregateResult = (autocannon as unknown as {
-  aggregateResult(results: RawResult[], opts: autocannon.Options): autocannon.Result
-}).aggregateResult
-
-/**
- * The load generator runs in a worker thread of its own (a fresh one per slice), so that it neither shares the
- * servers' event loop nor pollutes their heap. autocannon answers raw results there, which lets the slices of one
- * side be merged into one latency histogram.
- */
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads')
-require(workerData.autocannon)(workerData.opts, (err, result) => {
-  if (err) parentPort.postMessage({ error: String(err && err.stack || err) })
-  else parentPort.postMessage({ result })
-})`
-
 function slice (side: Side, seconds: number): Promise<RawResult> {
-  const opts: autocannon.Options = { url: side.url, connections: CONNECTIONS, duration: seconds, headers: side.headers, expectBody: side.body }
-  if (!INLINE) {
-    return new Promise((resolve, reject) => {
-      const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { autocannon: AUTOCANNON, opts } })
-      worker.once('message', (msg: { error?: string, result?: RawResult }) => {
-        if (msg.result) resolve(msg.result)
-        else reject(new Error(`autocannon: ${msg.error}`))
-        void worker.terminate()
-      })
-      worker.once('error', reject)
-      worker.once('exit', code => reject(new Error(`load worker exited (${code}) without a result`)))
-    })
-  }
-  return autocannon({ ...opts, skipAggregateResult: true }) as unknown as Promise<RawResult>
+  return loadSlice({ url: side.url, connections: CONNECTIONS, duration: seconds, headers: side.headers, expectBody: side.body }, {}, INLINE)
 }
 
 /** Merges the slices of one side; throws if any answer was not the expected 200 body. */
