@@ -132,14 +132,9 @@ function checkSigningKey (pem: string): string {
 }
 
 function generateSecret (name: SecretName): string {
-  switch (name) {
-    case 'TOKEN_SIGNING_KEY':
-      return generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
-    case 'WEBHOOK_SECRET_KEY':
-      return randomBytes(32).toString('base64url')
-    default:
-      return randomBytes(32).toString('base64url')
-  }
+  return name === 'TOKEN_SIGNING_KEY'
+    ? generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+    : randomBytes(32).toString('base64url')
 }
 
 /** Development secrets live in DATA_DIR/dev-secrets.json so that tokens and encrypted data survive a restart. */

@@ -35,10 +35,10 @@ export function redactUrl (url: string): string {
 export function loggerOptions (level: string, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
   const paths = SECRET_KEYS.flatMap(k => k === 'code'
     ? ['body.code', 'query.code', 'req.body.code', 'req.query.code']
-    : [k, `*.${k}`, `req.headers.${k}`, 'res.headers["set-cookie"]'])
+    : [k, `*.${k}`, `req.headers.${k}`])
   return {
     level,
-    redact: { paths: [...new Set([...paths, 'err.params', 'err.parameters'])], censor: '[REDACTED]' },
+    redact: { paths: [...paths, 'res.headers["set-cookie"]', 'err.params', 'err.parameters'], censor: '[REDACTED]' },
     serializers: {
       req: (req: { method: string, url: string, id: string }) => ({ method: req.method, url: redactUrl(req.url), id: req.id })
     },

@@ -82,7 +82,8 @@ async function signedInPage (t: Test, s: Served): Promise<{ context: BrowserCont
   return { context, page, dialogs, appRequests }
 }
 
-const authorizeUrl = (s: Served, challenge: string): string => `${s.origin}/oauth/authorize?` + new URLSearchParams({
+/** The parameters of the authorization request every test here makes. */
+const authorizeParams = (s: Served, challenge: string): Record<string, string> => ({
   client_id: s.clientId,
   redirect_uri: REDIRECT_URI,
   scope: 'invoices:read bills:read',
@@ -91,7 +92,9 @@ const authorizeUrl = (s: Served, challenge: string): string => `${s.origin}/oaut
   code_challenge_method: 'S256',
   org_ref_id: s.orgRefId,
   entity_ref_id: s.entityRefId
-}).toString()
+})
+
+const authorizeUrl = (s: Served, challenge: string): string => `${s.origin}/oauth/authorize?` + new URLSearchParams(authorizeParams(s, challenge)).toString()
 
 const isDecisionPost = (s: Served) => (r: Response): boolean =>
   r.url() === `${s.origin}/oauth/authorize` && r.request().method() === 'POST'
@@ -183,17 +186,7 @@ t.test('consent page: a person denies, the app gets access_denied', { skip: SKIP
 /** Another web origin on 127.0.0.1 serving a page that auto-submits an Allow to the gateway. */
 async function attackerSite (t: Test, s: Served): Promise<number> {
   const { challenge } = pkcePair()
-  const fields = {
-    client_id: s.clientId,
-    redirect_uri: REDIRECT_URI,
-    scope: 'invoices:read bills:read',
-    state: 's1',
-    code_challenge: challenge,
-    code_challenge_method: 'S256',
-    org_ref_id: s.orgRefId,
-    entity_ref_id: s.entityRefId,
-    decision: 'allow'
-  }
+  const fields = { ...authorizeParams(s, challenge), decision: 'allow' }
   const inputs = Object.entries(fields).map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`).join('')
   const html = `<!doctype html><title>Win a prize</title><body onload="document.forms[0].submit()">
     <form method="post" action="${s.origin}/oauth/authorize">${inputs}</form></body>`

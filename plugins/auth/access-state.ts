@@ -63,7 +63,9 @@ export default fp(async (app) => {
   }
 
   function parse (payload: string): AccessKey | undefined {
-    const [kind, id] = [payload.slice(0, payload.indexOf(':')), payload.slice(payload.indexOf(':') + 1)]
+    const colon = payload.indexOf(':')
+    const kind = payload.slice(0, colon)
+    const id = payload.slice(colon + 1)
     if (kind === 'install') return { installId: id }
     if (kind === 'app') return { clientId: id }
     return undefined
