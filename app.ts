@@ -15,6 +15,7 @@ import clientAuth from './plugins/auth/client-auth.js'
 import rateLimitStore from './plugins/rate-limit.js'
 import apps from './plugins/apps.js'
 import installs from './plugins/installs.js'
+import accounting from './plugins/accounting.js'
 import oauth from './plugins/oauth.js'
 import openapi from './plugins/openapi.js'
 import webhooks from './plugins/webhooks/index.js'
@@ -87,6 +88,8 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(sensible)
   await app.register(errorsPlugin)
   await app.register(requestLog)
+  // The MCP registry before the plugins that add their tools and resources to it.
+  await app.register(mcp)
   await app.register(openapi)
   await app.register(db)
   await app.register(rateLimitStore)
@@ -99,7 +102,7 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(installs)
   await app.register(oauth)
   await app.register(webhooks)
-  await app.register(mcp)
+  await app.register(accounting)
 
   await app.register(publicV1Routes, { prefix: '/public/v1' })
   await app.register(eventsRoutes)

@@ -76,7 +76,7 @@ async function migrateCommand (): Promise<void> {
 async function worker (): Promise<void> {
   const app = await buildWorker(loadConfigOrExit())
   await app.ready()
-  app.log.info({ worker: app.webhookWorker?.id }, 'webhook worker started')
+  app.log.info({ worker: app.webhooks.workerStatus()?.id }, 'webhook worker started')
   const stop = (): void => { app.close().then(() => process.exit(0), () => process.exit(1)) }
   process.once('SIGTERM', stop)
   process.once('SIGINT', stop)

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { randomToken, safeEqual, sha256 } from '../lib/crypto.js'
-import { isKnownScope } from '../lib/scopes.js'
+import { isKnownScope, KNOWN_SCOPES, WIRED_SCOPES } from '../lib/scopes.js'
 import type { Queryable } from './db/index.js'
 import { errors } from './errors.js'
 
@@ -121,4 +121,14 @@ export default fp(async (app) => {
       })
     }
   })
-}, { name: 'apps', dependencies: ['db', 'access-state'] })
+
+  app.mcp.addResource({
+    uri: 'marketplace://scopes',
+    name: 'Scopes',
+    description: 'Every scope an app may register, which authorise routes today, and what each allows.',
+    mimeType: 'application/json',
+    read: () => JSON.stringify({
+      scopes: Object.entries(KNOWN_SCOPES).map(([scope, description]) => ({ scope, description, wired: Object.hasOwn(WIRED_SCOPES, scope) }))
+    }, null, 2)
+  })
+}, { name: 'apps', dependencies: ['db', 'access-state', 'mcp'] })

@@ -66,9 +66,20 @@ export default fp(async (app) => {
       }
     },
     hideUntagged: false,
-    transform: ({ schema, url }) => {
+    transform: ({ schema, url, route }) => {
       const internal = /^\/(apps|orgs|installs|docs|mcp|events)(\/|$)/.test(url) || url === '/public/v1/openapi.json'
-      return { schema: internal ? { ...schema, hide: true } : schema, url }
+      // A route's required scopes (its `config.scopes`, which the tenant context checks) are its security.
+      const scopes = route.config?.scopes
+      const documented = scopes?.length ? { ...schema, security: [{ accessToken: scopes }] } : schema
+      return { schema: internal ? { ...documented, hide: true } : documented, url }
     }
   })
-}, { name: 'openapi', dependencies: ['config'] })
+
+  app.mcp.addResource({
+    uri: 'marketplace://openapi.json',
+    name: 'Public API (OpenAPI 3.1)',
+    description: 'The OpenAPI document of /public/v1, the OAuth endpoints and the webhook payloads.',
+    mimeType: 'application/json',
+    read: () => JSON.stringify(app.swagger(), null, 2)
+  })
+}, { name: 'openapi', dependencies: ['config', 'mcp'] })

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
 import { errors } from './errors.js'
 
@@ -21,14 +22,15 @@ export default fp(async (app) => {
 }, { name: 'rate-limit-store', dependencies: ['config'] })
 
 /**
- * Registered inside the public context after the auth hook: `PUBLIC_RATE_LIMIT` requests a minute per install,
- * with the X-RateLimit headers on every authenticated answer.
+ * `PUBLIC_RATE_LIMIT` requests a minute per install, counted in Redis when there is one. Registers the limiter in
+ * the caller's context and returns its check, for the caller's own hook to run once the principal is known: the
+ * check sets the X-RateLimit headers on every answer and throws `rate_limited` past the limit.
  */
-export const perInstallRateLimit = fp(async (app) => {
+export async function perInstallRateLimit (app: FastifyInstance): Promise<(request: FastifyRequest, reply: FastifyReply) => Promise<unknown>> {
   await app.register(rateLimit, {
+    global: false,
     max: app.config.publicRateLimit,
     timeWindow: 60_000,
-    hook: 'onRequest',
     keyGenerator: request => request.principal!.installId,
     redis: app.redis ?? undefined,
     nameSpace: 'mg-public-rl-',
@@ -36,4 +38,6 @@ export const perInstallRateLimit = fp(async (app) => {
     skipOnError: true,
     errorResponseBuilder: (_request, context) => errors.rateLimited(Math.ceil(context.ttl / 1000))
   })
-}, { dependencies: ['rate-limit-store', 'public-auth'] })
+  const check = app.rateLimit()
+  return (request, reply) => check.call(app, request, reply)
+}

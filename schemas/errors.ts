@@ -34,3 +34,8 @@ const MEANING: Record<number, string> = {
 export function errorResponses (...statuses: number[]): Record<number, typeof ErrorBody> {
   return Object.fromEntries(statuses.map(s => [s, { ...ErrorBody, description: MEANING[s] ?? 'Error' }]))
 }
+
+/** Error statuses every authenticated `/public/v1` route can answer. */
+export const PUBLIC_ERRORS = [401, 429, 500]
+/** And those under the tenant prefix, which also checks the tenant and the scopes. */
+export const TENANT_ERRORS = [...PUBLIC_ERRORS, 403]

@@ -1,6 +1,9 @@
+import type { Static } from '@sinclair/typebox'
 import fp from 'fastify-plugin'
-import type { FastifyRequest } from 'fastify'
+import { Identity } from '../../schemas/identity.js'
+import { NoInput } from '../../schemas/mcp.js'
 import { errors } from '../errors.js'
+import { READ_ONLY } from '../mcp/registry.js'
 import type { AccessState } from './access-state.js'
 
 /** The install a request acts for, as the database says it is right now (scopes included, not the token's). */
@@ -9,8 +12,14 @@ export type Principal = Omit<AccessState, 'status' | 'apiKeyEnabled' | 'keyDisab
 declare module 'fastify' {
   interface FastifyInstance {
     publicAuth: {
-      /** Rows 1 to 5 of the public pipeline (contract 3.4) for an Authorization header value. */
+      /**
+       * The first five checks of the public pipeline (docs/architecture.md) for an Authorization header value:
+       * a Bearer credential, a valid token, its install and app as the database holds them now, a key that was
+       * not disabled after the token was issued, an active install.
+       */
       authenticate(authorization: string | undefined): Promise<Principal>
+      /** Who the principal is, as `GET /public/v1/me` and the `whoami` tool answer it. */
+      identity(p: Principal): Static<typeof Identity>
     }
   }
   interface FastifyRequest {
@@ -21,6 +30,17 @@ declare module 'fastify' {
 const BEARER_SCHEME = /^Bearer(?:[ \t]+(.*))?$/i
 // RFC 6750 b64token; a JWT always fits it.
 const B64TOKEN = /^[A-Za-z0-9_.~+/-]+=*$/
+
+function identity (p: Principal): Static<typeof Identity> {
+  return {
+    install_id: p.installId,
+    client_id: p.clientId,
+    app_slug: p.appSlug,
+    org_ref_id: p.orgRefId,
+    entity_ref_id: p.entityRefId,
+    scopes: p.scopes
+  }
+}
 
 /** Authenticates marketplace access tokens. Install and key state always come from the database. */
 export default fp(async (app) => {
@@ -43,20 +63,20 @@ export default fp(async (app) => {
       if (state.status !== 'active') throw errors.installNotActive()
       const { status: _status, apiKeyEnabled: _enabled, keyDisabledAt: _disabledAt, ...principal } = state
       return principal
-    }
+    },
+    identity
   })
-}, { name: 'public-auth', dependencies: ['access-tokens', 'access-state'] })
 
-/**
- * Registered inside a route context: every route declared after it there needs a marketplace access token.
- * The hook is attached per route (onRoute) so that it runs before the rate limit, tenant guard and scope hooks
- * that are attached the same way after it.
- */
-export const requireAccessToken = fp(async (app) => {
-  const hook = async (request: FastifyRequest): Promise<void> => {
-    request.principal = await app.publicAuth.authenticate(request.headers.authorization)
-  }
-  app.addHook('onRoute', route => {
-    route.onRequest = [hook, ...[route.onRequest ?? []].flat()]
-  })
-}, { dependencies: ['public-auth'] })
+  app.mcp.addTool({
+    name: 'whoami',
+    title: 'Who am I',
+    description: 'The install behind the access token: app, organisation, entity and granted scopes (same as ' +
+      'GET /public/v1/me).',
+    inputSchema: NoInput,
+    outputSchema: Identity,
+    annotations: READ_ONLY,
+    requiredScopes: [],
+    public: false,
+    tags: ['identity']
+  }, async (_args, p) => identity(p))
+}, { name: 'public-auth', dependencies: ['access-tokens', 'access-state', 'mcp'] })

@@ -13,7 +13,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js'
 import { VERSION } from '../../lib/root.js'
 import type { Principal } from '../auth/public-auth.js'
 import { errors, sendError } from '../errors.js'
-import { createDispatcher, createRegistry, type Resource, type Tool } from './registry.js'
+import { createRegistry, type Registry } from './registry.js'
 
 export const PROTOCOL_REVISION = '2025-11-25'
 export const SERVER_NAME = 'marketplace-gateway'
@@ -28,9 +28,7 @@ interface Session {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    mcp: {
-      readonly tools: Tool[]
-      readonly resources: Resource[]
+    mcp: Pick<Registry, 'addTool' | 'addResource' | 'tools' | 'resources'> & {
       activeSessions(): number
       /**
        * Hands an already authenticated and rate-limited request to its session's transport. Returns the id of the
@@ -41,30 +39,15 @@ declare module 'fastify' {
   }
 }
 
-/** The JSON Schema of a TypeBox schema, as it goes on the wire (TypeBox's symbol keys dropped). */
-export const wireSchema = (schema: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(schema))
-
-/** What tools/list answers and /catalog.json lists, from the one registry. */
-export function describeTool (t: Tool) {
-  return {
-    name: t.name,
-    title: t.title,
-    description: t.description,
-    inputSchema: wireSchema(t.inputSchema),
-    outputSchema: wireSchema(t.outputSchema),
-    annotations: { title: t.title, ...t.annotations }
-  }
-}
-
 /**
  * The Model Context Protocol endpoint: stateful streamable-HTTP sessions, each with its own SDK server over the
  * shared tool registry. Sessions idle for MCP_SESSION_IDLE_MINUTES are closed; all close with the app.
+ * It knows the protocol only: each plugin that owns a capability adds its tools and resources here.
  */
 export default fp(async (app) => {
-  const { tools, resources } = createRegistry(app)
-  const dispatch = createDispatcher(tools)
-  const toolList = tools.map(describeTool)
-  const resourceList = resources.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType }))
+  const registry = createRegistry()
+  const { resources, dispatch } = registry
+  const resourceList = () => resources.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType }))
   // One validator for every session: an Ajv instance per session would cost more than the session itself.
   const jsonSchemaValidator = new AjvJsonSchemaValidator()
   const sessions = new Map<string, Session>()
@@ -79,14 +62,14 @@ export default fp(async (app) => {
           'access token as "Authorization: Bearer <token>"; tools act only in that token\'s organisation and entity.',
         jsonSchemaValidator
       })
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolList }))
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: registry.described() }))
     server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
       const principal = (extra.authInfo?.extra?.principal as Principal | undefined) ?? null
       const result = await dispatch(req.params.name, req.params.arguments, principal)
       if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`)
       return result
     })
-    server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: resourceList }))
+    server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: resourceList() }))
     server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
       const resource = resources.find(r => r.uri === req.params.uri)
       if (!resource) throw new McpError(-32002, `Resource not found: ${req.params.uri}`)
@@ -207,9 +190,11 @@ export default fp(async (app) => {
   }
 
   app.decorate('mcp', {
-    tools,
+    addTool: registry.addTool,
+    addResource: registry.addResource,
+    tools: registry.tools,
     resources,
     activeSessions: () => sessions.size,
     handle
   })
-}, { name: 'mcp', dependencies: ['public-auth', 'webhook-subscriptions', 'openapi'] })
+}, { name: 'mcp', dependencies: ['config'] })

@@ -1,13 +1,34 @@
 import fp from 'fastify-plugin'
-import events from './events.js'
-import queue from './queue.js'
-import subscriptions from './subscriptions.js'
-import worker from './worker.js'
+import { createWebhookService, type WebhookService } from './service.js'
+import { createWebhookStore } from './store.js'
+import { addWebhookTools } from './tools.js'
+import { DeliveryWorker, type WorkerStatus } from './worker.js'
 
-/** Webhooks: subscriptions, event ingestion, the durable queue and its delivery worker. */
+declare module 'fastify' {
+  interface FastifyInstance {
+    webhooks: WebhookService & {
+      /** The delivery worker of this process; null when it runs none (WEBHOOK_WORKER=false). */
+      workerStatus(): WorkerStatus | null
+    }
+  }
+}
+
+/**
+ * Webhooks: subscriptions, event ingestion, the durable queue and its delivery worker. The store and the worker
+ * are reached by closure only; the rest of the service sees `app.webhooks` and the MCP tools it adds.
+ */
 export default fp(async (app) => {
-  await app.register(queue)
-  await app.register(subscriptions)
-  await app.register(events)
-  await app.register(worker)
+  const store = createWebhookStore(app.db)
+  const service = createWebhookService(store, {
+    secretKey: app.config.webhookSecretKey,
+    allowPrivateTargets: app.config.webhookAllowPrivateTargets
+  })
+  const worker = app.config.webhookWorker ? new DeliveryWorker(store, app.db, app.config, app.log) : null
+  app.decorate('webhooks', { ...service, workerStatus: () => worker?.snapshot() ?? null })
+  if (worker) {
+    app.addHook('onReady', async () => { await worker.start() })
+    app.addHook('preClose', async () => { await worker.stop() })
+  }
+  // The separate worker process (buildWorker) has no MCP endpoint.
+  if (app.hasDecorator('mcp')) addWebhookTools(app.mcp, app.webhooks)
 }, { name: 'webhooks', dependencies: ['db', 'config'] })

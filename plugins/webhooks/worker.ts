@@ -1,27 +1,31 @@
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
-import fp from 'fastify-plugin'
-import type { FastifyInstance } from 'fastify'
-import type { CounterUpdate } from './subscriptions.js'
-import type { AttemptResult, ClaimedDelivery } from './queue.js'
-import { WAKEUP_CHANNEL } from './queue.js'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Config } from '../config.js'
+import type { Db } from '../db/index.js'
 import { Sender, TOTAL_TIMEOUT_MS, type Outcome } from './sender.js'
 import { decryptSecret } from './signing.js'
+import {
+  WAKEUP_CHANNEL, type AttemptResult, type ClaimedDelivery, type CounterUpdate, type DisabledReason, type WebhookStore
+} from './store.js'
 
 /** The poll that backs up notifications, and picks up retries as they fall due. */
 const POLL_MS = 1_000
 const FLUSH_BATCH = 500
 const DRAIN_MS = TOTAL_TIMEOUT_MS + 2_000
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    webhookWorker: {
-      readonly id: string
-      readonly running: boolean
-      readonly inFlight: number
-      readonly attempted: number
-    } | null
-  }
+/** What a worker has done so far: for /health-style checks, tests and benchmarks. Times in milliseconds. */
+export interface WorkerStatus {
+  id: string
+  running: boolean
+  inFlight: number
+  attempted: number
+  claims: number
+  claimed: number
+  claimMs: number
+  flushes: number
+  recorded: number
+  flushMs: number
 }
 
 /** When the next attempt is due after a failed one, or null when the schedule is spent (contract 5.4). */
@@ -58,11 +62,37 @@ export function counterUpdates (results: AttemptResult[]): CounterUpdate[] {
   return [...bySubscription.values()]
 }
 
-class DeliveryWorker {
-  readonly id = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
-  running = false
-  inFlight = 0
-  attempted = 0
+/** Which subscriptions a flush pushed over a disabling threshold: a 410 at once, or a long enough failing streak. */
+function crossedThresholds (
+  rows: Array<{ id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }>,
+  updates: CounterUpdate[], maxFailures: number, maxHours: number
+): Array<{ id: string, reason: DisabledReason }> {
+  const gone = new Set(updates.filter(u => u.gone).map(u => u.subscriptionId))
+  const cutoff = Date.now() - maxHours * 3600_000
+  return rows.filter(r => r.is_active).flatMap((r): Array<{ id: string, reason: DisabledReason }> => {
+    if (gone.has(r.id)) return [{ id: r.id, reason: 'gone' }]
+    if (r.consecutive_failures >= maxFailures && r.failing_since && r.failing_since.getTime() <= cutoff) {
+      return [{ id: r.id, reason: 'consecutive_failures' }]
+    }
+    return []
+  })
+}
+
+/** Claims due deliveries, attempts them concurrently, and records the results in batches. */
+export class DeliveryWorker {
+  private readonly status: WorkerStatus = {
+    id: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    running: false,
+    inFlight: 0,
+    attempted: 0,
+    claims: 0,
+    claimed: 0,
+    claimMs: 0,
+    flushes: 0,
+    recorded: 0,
+    flushMs: 0
+  }
+
   private readonly sender: Sender
   private pending: AttemptResult[] = []
   private flushing: Promise<void> | undefined
@@ -72,34 +102,45 @@ class DeliveryWorker {
   private loopDone: Promise<void> | undefined
   private reaper: NodeJS.Timeout | undefined
 
-  constructor (private readonly app: FastifyInstance) {
-    const c = app.config
-    this.sender = new Sender({ allowPrivate: c.webhookAllowPrivateTargets, caFile: c.webhookCaFile, connections: c.webhookConcurrency })
+  constructor (
+    private readonly store: WebhookStore,
+    private readonly db: Db,
+    private readonly config: Config,
+    private readonly log: FastifyBaseLogger
+  ) {
+    this.sender = new Sender({
+      allowPrivate: config.webhookAllowPrivateTargets, caFile: config.webhookCaFile, connections: config.webhookConcurrency
+    })
+  }
+
+  /** A copy: callers read it, never change it. */
+  snapshot (): WorkerStatus {
+    return { ...this.status }
   }
 
   async start (): Promise<void> {
-    this.running = true
-    await this.app.db.listen(WAKEUP_CHANNEL, () => this.signal())
+    this.status.running = true
+    await this.db.listen(WAKEUP_CHANNEL, () => this.signal())
     this.loopDone = this.loop()
-    const lease = this.app.config.webhookLeaseSeconds
     this.reaper = setInterval(() => {
-      this.app.webhookQueue.reap().then(n => {
-        if (n > 0) this.app.log.warn({ released: n }, 'released deliveries whose worker lease expired')
-        if (n > 0) this.signal()
-      }, err => this.app.log.warn({ err }, 'lease reaper failed'))
-    }, Math.max(1_000, lease * 500))
+      this.store.reap().then(n => {
+        if (n === 0) return
+        this.log.warn({ released: n }, 'released deliveries whose worker lease expired')
+        this.signal()
+      }, err => this.log.warn({ err }, 'lease reaper failed'))
+    }, Math.max(1_000, this.config.webhookLeaseSeconds * 500))
     this.reaper.unref()
   }
 
   /** Stops claiming, lets attempts in flight finish (bounded), records them, and closes the client. */
   async stop (): Promise<void> {
-    if (!this.running) return
-    this.running = false
+    if (!this.status.running) return
+    this.status.running = false
     clearInterval(this.reaper)
     this.signal()
     await this.loopDone
     const deadline = Date.now() + DRAIN_MS
-    while (this.inFlight > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
+    while (this.status.inFlight > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
     await this.flush()
     await this.sender.close()
   }
@@ -112,17 +153,21 @@ class DeliveryWorker {
   }
 
   private async loop (): Promise<void> {
-    const { webhookConcurrency: concurrency, webhookLeaseSeconds: lease } = this.app.config
-    while (this.running) {
+    const { webhookConcurrency: concurrency, webhookLeaseSeconds: lease } = this.config
+    while (this.status.running) {
       this.woken = false
-      const free = concurrency - this.inFlight
+      const free = concurrency - this.status.inFlight
       let claimed: ClaimedDelivery[] = []
       if (free > 0) {
+        const started = performance.now()
         try {
-          claimed = await this.app.webhookQueue.claim(this.id, free, lease)
+          claimed = await this.store.claim(this.status.id, free, lease)
         } catch (err) {
-          this.app.log.warn({ err }, 'claiming deliveries failed')
+          this.log.warn({ err }, 'claiming deliveries failed')
         }
+        this.status.claims++
+        this.status.claimed += claimed.length
+        this.status.claimMs += performance.now() - started
         for (const delivery of claimed) void this.attempt(delivery)
       }
       if ((claimed.length > 0 && claimed.length === free) || this.woken) continue
@@ -134,23 +179,25 @@ class DeliveryWorker {
   }
 
   private async attempt (d: ClaimedDelivery): Promise<void> {
-    this.inFlight++
+    this.status.inFlight++
     try {
       if (!d.deliverable) {
-        await this.app.webhookQueue.cancel(this.app.db, [d.id])
+        await this.store.cancel([d.id])
         return
       }
       const attempt = d.attempts + 1
       const attemptedAt = new Date()
       let outcome: Outcome
       try {
-        const secret = decryptSecret(this.app.config.webhookSecretKey, d.subscriptionId, d.secretCiphertext)
-        outcome = await this.sender.send({ targetUrl: d.targetUrl, eventId: d.eventId, topic: d.topic, attempt, body: d.body, secret })
+        const secret = decryptSecret(this.config.webhookSecretKey, d.subscriptionId, d.secretCiphertext)
+        outcome = await this.sender.send({
+          targetUrl: d.targetUrl, eventId: d.eventId, topic: d.topic, attempt, body: d.body, secret
+        })
       } catch (err) {
         outcome = { status: 0, responseBody: null, error: `internal: ${(err as Error).message}`, retryAfterS: null, durationMs: 0 }
       }
       const succeeded = outcome.status >= 200 && outcome.status < 300
-      this.attempted++
+      this.status.attempted++
       this.pending.push({
         deliveryId: d.id,
         subscriptionId: d.subscriptionId,
@@ -161,10 +208,12 @@ class DeliveryWorker {
         responseBody: outcome.responseBody,
         error: outcome.error,
         succeeded,
-        nextAttemptAt: succeeded || outcome.status === 410 ? null : nextAttemptAt(this.app.config.webhookRetrySchedule, attempt, outcome.retryAfterS)
+        nextAttemptAt: succeeded || outcome.status === 410
+          ? null
+          : nextAttemptAt(this.config.webhookRetrySchedule, attempt, outcome.retryAfterS)
       })
     } finally {
-      this.inFlight--
+      this.status.inFlight--
     }
     // A slot is free: claim more while this result is being written, and again once it is (a retry may be due).
     this.signal()
@@ -177,30 +226,26 @@ class DeliveryWorker {
     while (this.flushing) await this.flushing
     if (this.pending.length === 0) return
     const batch = this.pending.splice(0, FLUSH_BATCH)
-    this.flushing = this.app.db.tx(async q => {
-      await this.app.webhookQueue.record(q, batch)
-      const crossed = await this.app.webhookSubscriptions.applyCounters(q, counterUpdates(batch))
+    const started = performance.now()
+    const { webhookDisableAfterFailures: maxFailures, webhookDisableAfterHours: maxHours } = this.config
+    this.flushing = this.db.tx(async q => {
+      await this.store.record(q, batch)
+      const updates = counterUpdates(batch)
+      const crossed = crossedThresholds(await this.store.applyCounters(q, updates), updates, maxFailures, maxHours)
       for (const reason of ['gone', 'consecutive_failures'] as const) {
-        await this.app.webhookSubscriptions.disable(q, crossed.filter(c => c.reason === reason).map(c => c.id), reason)
+        await this.store.disable(q, crossed.filter(c => c.reason === reason).map(c => c.id), reason)
       }
-      if (crossed.length > 0) this.app.log.warn({ disabled: crossed }, 'webhook subscriptions disabled')
+      if (crossed.length > 0) this.log.warn({ disabled: crossed }, 'webhook subscriptions disabled')
     }).catch(err => {
       // Not recorded: the leases expire and the deliveries are attempted again (at least once).
-      this.app.log.error({ err, deliveries: batch.length }, 'recording delivery results failed')
-    }).finally(() => { this.flushing = undefined })
+      this.log.error({ err, deliveries: batch.length }, 'recording delivery results failed')
+    }).finally(() => {
+      this.status.flushes++
+      this.status.recorded += batch.length
+      this.status.flushMs += performance.now() - started
+      this.flushing = undefined
+    })
     await this.flushing
     if (this.pending.length > 0) await this.flush()
   }
 }
-
-/** The delivery worker: starts when the app is ready, drains when it closes. Off with WEBHOOK_WORKER=false. */
-export default fp(async (app) => {
-  if (!app.config.webhookWorker) {
-    app.decorate('webhookWorker', null)
-    return
-  }
-  const worker = new DeliveryWorker(app)
-  app.decorate('webhookWorker', worker)
-  app.addHook('onReady', async () => { await worker.start() })
-  app.addHook('preClose', async () => { await worker.stop() })
-}, { name: 'webhook-worker', dependencies: ['db', 'webhook-queue', 'webhook-subscriptions'] })

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { VERSION } from '../../lib/root.js'
 import { KNOWN_SCOPES } from '../../lib/scopes.js'
-import { describeTool, PROTOCOL_REVISION, SERVER_NAME } from '../../plugins/mcp/index.js'
+import { PROTOCOL_REVISION, SERVER_NAME } from '../../plugins/mcp/index.js'
+import { describeTool } from '../../plugins/mcp/registry.js'
 import { Catalog } from '../../schemas/mcp.js'
 
 const DESCRIPTION = 'Acts on one tenant (organisation and entity) of the accounting system as an installed marketplace app: ' +

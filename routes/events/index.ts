@@ -18,7 +18,7 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
       body: EventBody,
       response: { 202: EventAccepted, ...errorResponses(400, 401, 413, 415, 422) }
     }
-  }, async (request, reply) => reply.code(202).send(await app.webhookEvents.publish(request.body)))
+  }, async (request, reply) => reply.code(202).send(await app.webhooks.publish(request.body)))
 }
 
 export default events

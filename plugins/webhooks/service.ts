@@ -1,0 +1,120 @@
+import type { Static } from '@sinclair/typebox'
+import { randomToken } from '../../lib/crypto.js'
+import { topicKind } from '../../lib/topics.js'
+import type { EventAccepted, EventBody } from '../../schemas/events.js'
+import type {
+  AttemptLog, CreateSubscriptionBody, CreatedSubscription, DeleteResult, RetryAccepted, SubscriptionListing
+} from '../../schemas/webhooks.js'
+import type { Principal } from '../auth/public-auth.js'
+import { errors } from '../errors.js'
+import { encryptSecret, newSigningSecret } from './signing.js'
+import type { AttemptLogEntry, Subscription, WebhookStore } from './store.js'
+import { checkTargetUrl } from './target-guard.js'
+
+export const MAX_ACTIVE_PER_INSTALL = 50
+
+const iso = (d: Date | null): string | null => d?.toISOString() ?? null
+
+/** A listing item, in the spec's casing; `DisabledReason` only when inactive ones were asked for. */
+const listItemView = (s: Subscription, withReason: boolean): Static<typeof SubscriptionListing>['subscriptions'][number] => ({
+  _id: s.id,
+  Topics: s.topics,
+  TargetUrl: s.targetUrl,
+  IsActive: s.isActive,
+  LastDeliveryAt: iso(s.lastDeliveryAt),
+  LastDeliveryStatus: s.lastDeliveryStatus,
+  ConsecutiveFailures: s.consecutiveFailures,
+  createdAt: s.createdAt.toISOString(),
+  ...(withReason ? { DisabledReason: s.disabledReason } : {})
+})
+
+const attemptView = (a: AttemptLogEntry): Static<typeof AttemptLog>['attempts'][number] => ({
+  id: a.id,
+  delivery_id: a.deliveryId,
+  event_id: a.eventId,
+  topic: a.topic,
+  attempt: a.attempt,
+  attempted_at: a.attemptedAt.toISOString(),
+  duration_ms: a.durationMs,
+  response_status: a.responseStatus,
+  response_body: a.responseBody,
+  error: a.error,
+  delivery_status: a.deliveryStatus
+})
+
+interface ServiceOptions {
+  secretKey: Buffer
+  allowPrivateTargets: boolean
+}
+
+/**
+ * What the REST routes and the MCP tools both call. Every method that acts for an install takes its principal and
+ * sees only that install's subscriptions: anyone else's answers as if it did not exist. Answers are the wire shapes.
+ */
+export function createWebhookService (store: WebhookStore, opts: ServiceOptions) {
+  async function owned (p: Principal, subscriptionId: string): Promise<Subscription> {
+    const s = await store.findSubscription(p.installId, subscriptionId)
+    if (!s) throw errors.notFound('No such subscription among yours.')
+    return s
+  }
+
+  return {
+    async subscribe (p: Principal, input: Static<typeof CreateSubscriptionBody>): Promise<Static<typeof CreatedSubscription>> {
+      const unknown = input.topics.filter(t => topicKind(t) === 'unknown')
+      if (unknown.length > 0) throw errors.unknownTopic(unknown)
+      const problem = await checkTargetUrl(input.target_url, opts.allowPrivateTargets)
+      if (problem) throw errors.invalidTargetUrl(problem)
+
+      const id = randomToken('whs_', 12)
+      const secret = newSigningSecret()
+      const s = await store.insertSubscription({
+        id,
+        installId: p.installId,
+        orgRefId: p.orgRefId,
+        entityRefId: p.entityRefId,
+        topics: input.topics,
+        targetUrl: input.target_url,
+        secretCiphertext: encryptSecret(opts.secretKey, id, secret)
+      }, MAX_ACTIVE_PER_INSTALL)
+      if (!s) throw errors.limitExceeded(`An install may have at most ${MAX_ACTIVE_PER_INSTALL} active subscriptions.`)
+      return { id: s.id, topics: s.topics, target_url: s.targetUrl, signing_secret: secret, created_at: s.createdAt.toISOString() }
+    },
+
+    async list (p: Principal, includeInactive: boolean): Promise<Static<typeof SubscriptionListing>> {
+      const subs = await store.listSubscriptions(p.installId, includeInactive)
+      return { subscriptions: subs.map(s => listItemView(s, includeInactive)) }
+    },
+
+    /** Soft delete; `modified` is 0 when there was nothing (active and yours) to delete. */
+    async remove (p: Principal, subscriptionId: string): Promise<Static<typeof DeleteResult>> {
+      return { ok: true, modified: await store.deleteSubscription(p.installId, subscriptionId) ? 1 : 0 }
+    },
+
+    /** The subscription's attempts, newest first. */
+    async attempts (p: Principal, subscriptionId: string, limit = 50): Promise<Static<typeof AttemptLog>> {
+      const s = await owned(p, subscriptionId)
+      return { attempts: (await store.attempts(s.id, limit)).map(attemptView) }
+    },
+
+    /** Makes one of the subscription's deliveries due now, whatever its state. */
+    async retry (p: Principal, subscriptionId: string, deliveryId: string): Promise<Static<typeof RetryAccepted>> {
+      const s = await owned(p, subscriptionId)
+      if (!s.isActive) throw errors.conflict('The subscription is not active; create a new one.')
+      if (!await store.retryNow(s.id, deliveryId)) throw errors.notFound('No such delivery for this subscription.')
+      return { delivery_id: deliveryId, status: 'pending' }
+    },
+
+    /**
+     * Stores an event and its deliveries durably before answering, idempotent on the producer's id. Planned topics
+     * are refused: nothing would ever deliver them.
+     */
+    async publish (event: Static<typeof EventBody>): Promise<Static<typeof EventAccepted>> {
+      const kind = topicKind(event.topic)
+      if (kind === 'unknown') throw errors.unknownTopic([event.topic])
+      if (kind === 'planned') throw errors.topicNotEmitted(event.topic)
+      return store.insertEvent(event)
+    }
+  }
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>

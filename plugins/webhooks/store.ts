@@ -1,0 +1,371 @@
+import type { Static } from '@sinclair/typebox'
+import { randomToken } from '../../lib/crypto.js'
+import type { EventBody } from '../../schemas/events.js'
+import { notify, type Db, type Queryable } from '../db/index.js'
+
+/** Workers LISTEN here; a publish, a retry or a released lease NOTIFYs it so that an idle worker claims at once. */
+export const WAKEUP_CHANNEL = 'webhook_wakeup'
+
+export type DisabledReason = 'deleted' | 'consecutive_failures' | 'gone'
+
+export interface Subscription {
+  id: string
+  installId: string
+  topics: string[]
+  targetUrl: string
+  isActive: boolean
+  disabledReason: DisabledReason | null
+  createdAt: Date
+  lastDeliveryAt: Date | null
+  lastDeliveryStatus: number | null
+  consecutiveFailures: number
+}
+
+/** A delivery a worker holds a lease on, with everything its attempt needs. */
+export interface ClaimedDelivery {
+  id: string
+  attempts: number
+  eventId: string
+  topic: string
+  body: string
+  subscriptionId: string
+  targetUrl: string
+  secretCiphertext: string
+  /** False when the subscription or its install is no longer active: cancel, don't send. */
+  deliverable: boolean
+}
+
+/** The outcome of one attempt, as the worker records it. */
+export interface AttemptResult {
+  deliveryId: string
+  subscriptionId: string
+  attempt: number
+  attemptedAt: Date
+  durationMs: number
+  /** HTTP status, 0 when there was no HTTP answer. */
+  status: number
+  responseBody: string | null
+  error: string | null
+  /** Null: done (succeeded or out of attempts). A date: pending again until then. */
+  nextAttemptAt: Date | null
+  succeeded: boolean
+}
+
+export interface AttemptLogEntry {
+  id: string
+  deliveryId: string
+  eventId: string
+  topic: string
+  attempt: number
+  attemptedAt: Date
+  durationMs: number
+  responseStatus: number
+  responseBody: string | null
+  error: string | null
+  deliveryStatus: 'pending' | 'succeeded' | 'failed' | 'cancelled'
+}
+
+/** What one flush of delivery results does to one subscription's counters, attempts taken in order. */
+export interface CounterUpdate {
+  subscriptionId: string
+  lastAt: Date
+  lastStatus: number
+  /** True when the batch holds a success: the streak restarts from `failures` after it. */
+  reset: boolean
+  failures: number
+  /** When the streak that remains after the batch began (null if it ended on a success). */
+  streakStart: Date | null
+  gone: boolean
+}
+
+export interface NewSubscription {
+  id: string
+  installId: string
+  orgRefId: string
+  entityRefId: string
+  topics: string[]
+  targetUrl: string
+  secretCiphertext: string
+}
+
+interface SubscriptionRow {
+  id: string
+  install_id: string
+  topics: string[]
+  target_url: string
+  is_active: boolean
+  disabled_reason: DisabledReason | null
+  created_at: Date
+  last_delivery_at: Date | null
+  last_delivery_status: number | null
+  consecutive_failures: number
+}
+
+const SUBSCRIPTION_COLUMNS = `id, install_id, topics, target_url, is_active, disabled_reason, created_at,
+                              last_delivery_at, last_delivery_status, consecutive_failures`
+
+const toSubscription = (r: SubscriptionRow): Subscription => ({
+  id: r.id,
+  installId: r.install_id,
+  topics: r.topics,
+  targetUrl: r.target_url,
+  isActive: r.is_active,
+  disabledReason: r.disabled_reason,
+  createdAt: r.created_at,
+  lastDeliveryAt: r.last_delivery_at,
+  lastDeliveryStatus: r.last_delivery_status,
+  consecutiveFailures: r.consecutive_failures
+})
+
+/** Rows of `unnest(...)` arguments: one array per column, in the order the SQL names them. */
+const columns = <T>(rows: T[], ...pick: Array<(r: T) => unknown>): unknown[][] => pick.map(f => rows.map(f))
+
+/**
+ * Stores an event and its fan-out to every matching active subscription in one statement, so in one round trip
+ * and one transaction: the event, its deliveries and the wake-up notification exist together or not at all.
+ * A producer id seen before stores nothing and returns the first result. Inside a caller's transaction the
+ * notification goes out at its commit.
+ */
+export async function insertEvent (q: Queryable, e: Static<typeof EventBody>, createdAt = new Date()):
+Promise<{ id: string, deliveries: number }> {
+  const id = randomToken('evt_', 16)
+  // These bytes are what every attempt sends and signs, retries included.
+  const body = JSON.stringify({
+    id, topic: e.topic, created_at: createdAt.toISOString(), org_ref_id: e.org_ref_id, entity_ref_id: e.entity_ref_id, data: e.data
+  })
+  const [row] = await q.query<{ inserted: boolean, deliveries: number }>(
+    `with targets as (
+       select s.id from webhook_subscriptions s join installs i on i.install_id = s.install_id
+        where s.is_active and i.status = 'active' and s.org_ref_id = $4 and s.entity_ref_id = $5 and $3 = any(s.topics)
+     ), event as (
+       insert into webhook_events (id, producer_id, topic, org_ref_id, entity_ref_id, body, delivery_count, created_at)
+       select $1, $2, $3, $4, $5, $6, count(*), $7 from targets
+       on conflict (producer_id) do nothing
+       returning id, delivery_count
+     ), fanout as (
+       insert into webhook_deliveries (id, event_id, subscription_id)
+       select 'dlv_' || replace(gen_random_uuid()::text, '-', ''), event.id, targets.id from event, targets
+       returning 1
+     )
+     select exists (select 1 from event) as inserted,
+            (select count(*)::int from fanout) as deliveries,
+            (select pg_notify($8, $1) from event where delivery_count > 0) is not null as notified`,
+    [id, e.id ?? null, e.topic, e.org_ref_id, e.entity_ref_id, body, createdAt, WAKEUP_CHANNEL])
+  if (row!.inserted) return { id, deliveries: row!.deliveries }
+  const [first] = await q.query<{ id: string, delivery_count: number }>(
+    'select id, delivery_count from webhook_events where producer_id = $1', [e.id])
+  return { id: first!.id, deliveries: first!.delivery_count }
+}
+
+/**
+ * Every statement of the webhooks aggregate: subscriptions, events, the delivery queue and its attempt log.
+ * The queue's claims are `FOR UPDATE SKIP LOCKED` with a lease, so any number of workers (processes or machines)
+ * share it, and a worker that dies only delays its deliveries until the lease runs out.
+ */
+export function createWebhookStore (db: Db) {
+  async function cancelPending (q: Queryable, subscriptionIds: string[]): Promise<void> {
+    await q.query(
+      `update webhook_deliveries set status = 'cancelled', completed_at = now(), locked_by = null, locked_until = null
+        where subscription_id = any($1) and status = 'pending'`, [subscriptionIds])
+  }
+
+  /** Deactivates subscriptions and cancels what they still had pending. */
+  async function disable (q: Queryable, ids: string[], reason: DisabledReason): Promise<void> {
+    if (ids.length === 0) return
+    await q.query(
+      `update webhook_subscriptions set is_active = false, disabled_reason = $2, disabled_at = now()
+        where id = any($1) and is_active`, [ids, reason])
+    await cancelPending(q, ids)
+  }
+
+  return {
+    /**
+     * Inserts a subscription unless the install already has `limit` active ones; undefined then. Creations of one
+     * install are serialised by a row lock on the install, so the limit holds under concurrent requests.
+     */
+    async insertSubscription (s: NewSubscription, limit: number): Promise<Subscription | undefined> {
+      return db.tx(async q => {
+        await q.query('select install_id from installs where install_id = $1 for update', [s.installId])
+        const [{ n }] = await q.query<{ n: number }>(
+          'select count(*)::int as n from webhook_subscriptions where install_id = $1 and is_active',
+          [s.installId]) as [{ n: number }]
+        if (n >= limit) return undefined
+        const [row] = await q.query<SubscriptionRow>(
+          `insert into webhook_subscriptions
+             (id, install_id, org_ref_id, entity_ref_id, topics, target_url, secret_ciphertext)
+           values ($1, $2, $3, $4, $5, $6, $7) returning ${SUBSCRIPTION_COLUMNS}`,
+          [s.id, s.installId, s.orgRefId, s.entityRefId, s.topics, s.targetUrl, s.secretCiphertext])
+        return toSubscription(row!)
+      })
+    },
+
+    async listSubscriptions (installId: string, includeInactive: boolean): Promise<Subscription[]> {
+      const rows = await db.query<SubscriptionRow>(
+        `select ${SUBSCRIPTION_COLUMNS} from webhook_subscriptions
+          where install_id = $1 and (is_active or $2) order by created_at, id`, [installId, includeInactive])
+      return rows.map(toSubscription)
+    },
+
+    /** The install's own subscription, active or not; undefined for anyone else's. */
+    async findSubscription (installId: string, id: string): Promise<Subscription | undefined> {
+      const [row] = await db.query<SubscriptionRow>(
+        `select ${SUBSCRIPTION_COLUMNS} from webhook_subscriptions where id = $1 and install_id = $2`, [id, installId])
+      return row && toSubscription(row)
+    },
+
+    /** Soft delete of the install's own active subscription; false when there was none. */
+    async deleteSubscription (installId: string, id: string): Promise<boolean> {
+      return db.tx(async q => {
+        const [row] = await q.query<{ id: string }>(
+          'select id from webhook_subscriptions where id = $1 and install_id = $2 and is_active for update',
+          [id, installId])
+        if (!row) return false
+        await disable(q, [id], 'deleted')
+        return true
+      })
+    },
+
+    insertEvent: (e: Static<typeof EventBody>) => insertEvent(db, e),
+
+    async attempts (subscriptionId: string, limit: number): Promise<AttemptLogEntry[]> {
+      const rows = await db.query<{
+        id: string, delivery_id: string, event_id: string, topic: string, attempt: number, attempted_at: Date,
+        duration_ms: number, response_status: number, response_body: string | null, error: string | null,
+        delivery_status: AttemptLogEntry['deliveryStatus']
+      }>(
+        `select a.id, a.delivery_id, d.event_id, e.topic, a.attempt, a.attempted_at, a.duration_ms,
+                a.response_status, a.response_body, a.error, d.status as delivery_status
+           from webhook_attempts a
+           join webhook_deliveries d on d.id = a.delivery_id
+           join webhook_events e on e.id = d.event_id
+          where a.subscription_id = $1
+          order by a.attempted_at desc, a.id desc
+          limit $2`, [subscriptionId, limit])
+      return rows.map(r => ({
+        id: r.id,
+        deliveryId: r.delivery_id,
+        eventId: r.event_id,
+        topic: r.topic,
+        attempt: r.attempt,
+        attemptedAt: r.attempted_at,
+        durationMs: r.duration_ms,
+        responseStatus: r.response_status,
+        responseBody: r.response_body,
+        error: r.error,
+        deliveryStatus: r.delivery_status
+      }))
+    },
+
+    /** Makes a delivery of this subscription due now; false when there is no such delivery. */
+    async retryNow (subscriptionId: string, deliveryId: string): Promise<boolean> {
+      return db.tx(async q => {
+        const rows = await q.query(
+          `update webhook_deliveries set status = 'pending', next_attempt_at = now(), completed_at = null
+            where id = $1 and subscription_id = $2 returning id`, [deliveryId, subscriptionId])
+        if (rows.length > 0) await notify(q, WAKEUP_CHANNEL, '')
+        return rows.length > 0
+      })
+    },
+
+    async claim (workerId: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
+      const rows = await db.query<{
+        id: string, attempts: number, event_id: string, topic: string, body: string, subscription_id: string,
+        target_url: string, secret_ciphertext: string, deliverable: boolean
+      }>(
+        `with due as (
+           select id from webhook_deliveries
+            where status = 'pending' and next_attempt_at <= now() and (locked_until is null or locked_until < now())
+            order by next_attempt_at
+            limit $1
+            for update skip locked
+         ), claimed as (
+           update webhook_deliveries d set locked_by = $2, locked_until = now() + make_interval(secs => $3)
+             from due where d.id = due.id
+           returning d.id, d.attempts, d.event_id, d.subscription_id
+         )
+         select c.id, c.attempts, c.event_id, e.topic, e.body, c.subscription_id, s.target_url, s.secret_ciphertext,
+                (s.is_active and i.status = 'active') as deliverable
+           from claimed c
+           join webhook_events e on e.id = c.event_id
+           join webhook_subscriptions s on s.id = c.subscription_id
+           join installs i on i.install_id = s.install_id`,
+        [limit, workerId, leaseSeconds])
+      return rows.map(r => ({
+        id: r.id,
+        attempts: r.attempts,
+        eventId: r.event_id,
+        topic: r.topic,
+        body: r.body,
+        subscriptionId: r.subscription_id,
+        targetUrl: r.target_url,
+        secretCiphertext: r.secret_ciphertext,
+        deliverable: r.deliverable
+      }))
+    },
+
+    /** Appends attempts to the log and moves their deliveries on. */
+    async record (q: Queryable, results: AttemptResult[]): Promise<void> {
+      if (results.length === 0) return
+      await q.query(
+        `insert into webhook_attempts
+           (id, delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body, error)
+         select 'att_' || replace(gen_random_uuid()::text, '-', ''), r.*
+           from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::int[], $7::text[], $8::text[])
+             as r(delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body, error)`,
+        columns(results, r => r.deliveryId, r => r.subscriptionId, r => r.attempt, r => r.attemptedAt,
+          r => r.durationMs, r => r.status, r => r.responseBody, r => r.error))
+      // A delivery cancelled while its attempt was in flight stays cancelled.
+      await q.query(
+        `update webhook_deliveries d set
+           attempts = greatest(d.attempts, r.attempt),
+           status = case when d.status = 'cancelled' then 'cancelled'
+                         when r.succeeded then 'succeeded'
+                         when r.next_at is null then 'failed'
+                         else 'pending' end,
+           next_attempt_at = coalesce(r.next_at, d.next_attempt_at),
+           completed_at = case when r.succeeded or r.next_at is null then now() else null end,
+           locked_by = null,
+           locked_until = null
+         from unnest($1::text[], $2::int[], $3::bool[], $4::timestamptz[]) as r(id, attempt, succeeded, next_at)
+         where d.id = r.id`,
+        columns(results, r => r.deliveryId, r => r.attempt, r => r.succeeded, r => r.nextAttemptAt))
+    },
+
+    /** Cancels deliveries that can no longer go out (their subscription or install is inactive). */
+    async cancel (deliveryIds: string[]): Promise<void> {
+      if (deliveryIds.length === 0) return
+      await db.query(
+        `update webhook_deliveries set status = 'cancelled', completed_at = now(), locked_by = null, locked_until = null
+          where id = any($1) and status = 'pending'`, [deliveryIds])
+    },
+
+    /** Clears leases that expired (their worker died); returns how many. */
+    async reap (): Promise<number> {
+      const rows = await db.query(
+        `update webhook_deliveries set locked_by = null, locked_until = null
+          where status = 'pending' and locked_until < now() returning id`)
+      return rows.length
+    },
+
+    /** Applies a batch of attempt results to the counters; returns the subscriptions' new streaks. */
+    async applyCounters (q: Queryable, updates: CounterUpdate[]) {
+      if (updates.length === 0) return []
+      return q.query<{ id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }>(
+        `update webhook_subscriptions s set
+           last_delivery_at = r.last_at,
+           last_delivery_status = r.last_status,
+           consecutive_failures = case when r.reset then r.failures else s.consecutive_failures + r.failures end,
+           failing_since = case when r.reset then r.streak_start else coalesce(s.failing_since, r.streak_start) end
+         from unnest($1::text[], $2::timestamptz[], $3::int[], $4::bool[], $5::int[], $6::timestamptz[])
+           as r(id, last_at, last_status, reset, failures, streak_start)
+         where s.id = r.id
+         returning s.id, s.consecutive_failures, s.failing_since, s.is_active`,
+        columns(updates, u => u.subscriptionId, u => u.lastAt, u => u.lastStatus, u => u.reset, u => u.failures,
+          u => u.streakStart))
+    },
+
+    disable
+  }
+}
+
+export type WebhookStore = ReturnType<typeof createWebhookStore>
