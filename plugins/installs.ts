@@ -15,7 +15,8 @@ export interface Install {
   uninstalledAt: Date | null
 }
 
-interface Row {
+/** An install joined with its app: what both the installs service and the access-state cache read. */
+export interface InstallRow {
   install_id: string
   client_id: string
   slug: string
@@ -26,13 +27,15 @@ interface Row {
   installed_by: string
   created_at: Date
   uninstalled_at: Date | null
+  api_key_enabled: boolean
+  key_disabled_at: Date | null
 }
 
-const SELECT = `select i.install_id, i.client_id, a.slug, i.org_ref_id, i.entity_ref_id, i.scopes, i.status,
-                       i.installed_by, i.created_at, i.uninstalled_at
+export const SELECT_INSTALL = `select i.install_id, i.client_id, a.slug, i.org_ref_id, i.entity_ref_id, i.scopes, i.status,
+                       i.installed_by, i.created_at, i.uninstalled_at, a.api_key_enabled, a.key_disabled_at
                   from installs i join apps a on a.client_id = i.client_id`
 
-const toInstall = (r: Row): Install => ({
+const toInstall = (r: InstallRow): Install => ({
   installId: r.install_id,
   clientId: r.client_id,
   appSlug: r.slug,
@@ -71,7 +74,7 @@ export default fp(async (app) => {
   const { db } = app
 
   async function find (installId: string, q: Queryable = db): Promise<Install | undefined> {
-    const [row] = await q.query<Row>(`${SELECT} where i.install_id = $1`, [installId])
+    const [row] = await q.query<InstallRow>(`${SELECT_INSTALL} where i.install_id = $1`, [installId])
     return row && toInstall(row)
   }
 
@@ -108,8 +111,8 @@ export default fp(async (app) => {
     },
 
     async listForEntity (orgRefId: string, entityRefId: string) {
-      const rows = await db.query<Row>(
-        `${SELECT} where i.org_ref_id = $1 and i.entity_ref_id = $2 order by i.created_at, i.install_id`,
+      const rows = await db.query<InstallRow>(
+        `${SELECT_INSTALL} where i.org_ref_id = $1 and i.entity_ref_id = $2 order by i.created_at, i.install_id`,
         [orgRefId, entityRefId])
       return rows.map(toInstall)
     }

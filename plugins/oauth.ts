@@ -1,3 +1,4 @@
+import type { Static } from '@sinclair/typebox'
 import fp from 'fastify-plugin'
 import { pkceChallenge, randomToken, sha256 } from '../lib/crypto.js'
 import type { App } from './apps.js'
@@ -6,6 +7,7 @@ import { ACCESS_TOKEN_TTL_S } from './auth/tokens.js'
 import type { Queryable } from './db/index.js'
 import { ApiError, errors } from './errors.js'
 import type { Install } from './installs.js'
+import type { AuthorizeQuery, TokenResponse as TokenResponseSchema } from '../schemas/oauth.js'
 
 const CODE_TTL_S = 60
 const REFRESH_TTL_S = 90 * 24 * 3600
@@ -13,18 +15,8 @@ const REFRESH_GRACE_S = 30
 const CODE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/
 const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/
 
-/** Query or form parameters of an authorization request (RFC 6749 4.1.1, RFC 7636 4.3, contract 3.2). */
-export interface AuthorizeParams {
-  client_id?: string
-  redirect_uri?: string
-  response_type?: string
-  scope?: string
-  state?: string
-  code_challenge?: string
-  code_challenge_method?: string
-  org_ref_id?: string
-  entity_ref_id?: string
-}
+/** Query or form parameters of an authorization request (RFC 6749 4.1.1 with PKCE, RFC 7636 4.3). */
+export type AuthorizeParams = Static<typeof AuthorizeQuery>
 
 /** A request that passed every check: what the consent page shows and what approval grants. */
 export interface ConsentRequest {
@@ -40,14 +32,7 @@ export interface ConsentRequest {
 /** The outcome of an authorization request: the consent to ask for, or where to send the browser. */
 export type AuthorizeOutcome = { consent: ConsentRequest } | { redirect: string }
 
-export interface TokenResponse {
-  access_token: string
-  token_type: 'Bearer'
-  expires_in: number
-  refresh_token: string
-  scope: string
-  install_id: string
-}
+type TokenResponse = Static<typeof TokenResponseSchema>
 
 interface CodeRow {
   created_at: Date

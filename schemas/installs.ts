@@ -15,4 +15,3 @@ export const InstallRecord = Type.Object({
 
 export const InstallListing = Type.Object({ installs: Type.Array(InstallRecord) })
 export const InstallParams = Type.Object({ installId: Type.String() })
-export const EntityParams = Type.Object({ orgId: Type.String(), entityId: Type.String() })

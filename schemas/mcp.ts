@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { ListQuery } from './webhooks.js'
 
 export const NoInput = Type.Object({}, { additionalProperties: false })
 
@@ -10,9 +11,8 @@ export const TopicList = Type.Object({
   }))
 })
 
-export const ListSubscriptionsInput = Type.Object({
-  include_inactive: Type.Optional(Type.Boolean({ description: 'Also list deactivated subscriptions, with DisabledReason.' }))
-}, { additionalProperties: false })
+/** The REST listing's query, as tool arguments (no unknown members). */
+export const ListSubscriptionsInput = Type.Object(ListQuery.properties, { additionalProperties: false })
 
 export const SubscriptionIdInput = Type.Object({
   subscription_id: Type.String({ minLength: 1, description: 'The subscription id (_id in the listing).' })

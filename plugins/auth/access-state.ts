@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import { notify, type Queryable } from '../db/index.js'
+import { SELECT_INSTALL, type InstallRow } from '../installs.js'
 
 /** What the database says about an install and its app: the authority behind every access token. */
 export interface AccessState {
@@ -19,18 +20,6 @@ export type AccessKey = { installId: string } | { clientId: string }
 
 const CHANNEL = 'access_changed'
 const MAX_ENTRIES = 50_000
-
-interface Row {
-  install_id: string
-  client_id: string
-  slug: string
-  org_ref_id: string
-  entity_ref_id: string
-  scopes: string[]
-  status: string
-  api_key_enabled: boolean
-  key_disabled_at: Date | null
-}
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -81,11 +70,7 @@ export default fp(async (app) => {
   })
 
   async function load (installId: string): Promise<AccessState | undefined> {
-    const [row] = await db.query<Row>(
-      `select i.install_id, i.client_id, a.slug, i.org_ref_id, i.entity_ref_id, i.scopes, i.status,
-              a.api_key_enabled, a.key_disabled_at
-         from installs i join apps a on a.client_id = i.client_id
-        where i.install_id = $1`, [installId])
+    const [row] = await db.query<InstallRow>(`${SELECT_INSTALL} where i.install_id = $1`, [installId])
     if (!row) return undefined
     return {
       installId: row.install_id,

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errors } from '../../plugins/errors.js'
 import type { Install } from '../../plugins/installs.js'
 import { errorResponses } from '../../schemas/errors.js'
-import { EntityParams, InstallListing, InstallParams, InstallRecord } from '../../schemas/installs.js'
+import { TenantParams } from '../../schemas/identity.js'
+import { InstallListing, InstallParams, InstallRecord } from '../../schemas/installs.js'
 
 const view = (i: Install) => ({
   installId: i.installId,
@@ -22,7 +23,7 @@ const installs: FastifyPluginAsyncTypebox = async (app) => {
   const tags = ['internal: installs']
 
   app.get('/orgs/:orgId/entities/:entityId/installs', {
-    schema: { tags, params: EntityParams, response: { 200: InstallListing, ...errorResponses(401, 403) } }
+    schema: { tags, params: TenantParams, response: { 200: InstallListing, ...errorResponses(401, 403) } }
   }, async (request) => {
     const { orgId, entityId } = request.params
     if (request.sessionUser!.orgRefId !== orgId) throw errors.notMemberOfTenant()
