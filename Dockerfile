@@ -12,7 +12,8 @@ COPY lib ./lib
 COPY plugins ./plugins
 COPY routes ./routes
 COPY schemas ./schemas
-RUN npx tsc -p tsconfig.json && npm prune --omit=dev --ignore-scripts
+# `npm ci --ignore-scripts` skipped `prepare`; this is the same `build` script it runs (docs/tooling.md).
+RUN npm run build && npm prune --omit=dev --ignore-scripts
 
 FROM node:${NODE_VERSION}-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/app/data

@@ -1,7 +1,7 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import sensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Ajv, { type AnySchema } from 'ajv'
+import { Ajv, type AnySchema } from 'ajv'
 import addFormats from 'ajv-formats'
 import configPlugin, { ConfigError, type Config } from './plugins/config.js'
 import db from './plugins/db/index.js'
@@ -43,7 +43,7 @@ export interface BuildOptions {
  */
 function validatorCompiler (): Parameters<FastifyInstance['setValidatorCompiler']>[0] {
   const make = (coerceTypes: boolean | 'array') => {
-    const ajv = new Ajv.default({ coerceTypes, removeAdditional: false, useDefaults: true, allErrors: true, strict: false })
+    const ajv = new Ajv({ coerceTypes, removeAdditional: false, useDefaults: true, allErrors: true, strict: false })
     addFormats.default(ajv)
     return ajv
   }

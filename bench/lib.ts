@@ -1,25 +1,169 @@
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { Worker } from 'node:worker_threads'
 import autocannon from 'autocannon'
 import pg from 'pg'
+import { loadConfig, type Config } from '../plugins/config.js'
 
-/** What the benchmarks share: environment knobs, number formatting, verdicts and a throw-away database. */
+/**
+ * What the benchmarks share: environment knobs, the app's configuration and a throw-away database, timing and
+ * waiting, figures (quantiles, merged load slices, CPU readings), number formatting, tables and verdicts.
+ * Long explanations belong in BENCHMARKS.md.
+ */
+
+// ---------------------------------------------------------------------------------------------------------------
+// Environment
 
 export function positiveInt (name: string, fallback: number, zeroOk = false): number {
   const raw = process.env[name]
   if (raw === undefined || raw === '') return fallback
   const n = Number(raw)
-  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) throw new Error(`${name} must be an integer ${zeroOk ? '>= 0' : '>= 1'} (got ${JSON.stringify(raw)})`)
+  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) {
+    throw new Error(`${name} must be an integer ${zeroOk ? '>= 0' : '>= 1'} (got ${JSON.stringify(raw)})`)
+  }
   return n
 }
 
-export const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+/** A comma-separated choice among `allowed` (all of them when unset). */
+export function list (name: string, allowed: readonly string[]): Set<string> {
+  const raw = process.env[name]
+  if (!raw) return new Set(allowed)
+  const items = raw.split(',').map(s => s.trim()).filter(Boolean)
+  for (const item of items) {
+    if (!allowed.includes(item)) {
+      throw new Error(`${name}: unknown ${JSON.stringify(item)} (allowed: ${allowed.join(', ')})`)
+    }
+  }
+  return new Set(items)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Formatting
+
+export const fmt = (n: number, digits = 0): string =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 export const verdict = (ok: boolean): string => ok ? 'PASS' : 'MISS'
+
+/** "Node v20…, 2 CPU(s) (model)": the first thing each benchmark says about the machine. */
+export function nodeAndCpus (): string {
+  const cpu = cpus()
+  return `Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'})`
+}
+
+/** UTC date and minute, the first cell of a markdown row. */
+export const stamp = (): string => new Date().toISOString().slice(0, 16).replace('T', ' ')
+
+/** Prints rows as a table: the first column left-aligned, the others right-aligned, two spaces of indent. */
+export function printTable (rows: string[][]): void {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
+  for (const r of rows) {
+    console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Time
+
+/** Milliseconds on the process-wide monotonic clock (comparable between threads). */
+export const now = (): number => Number(process.hrtime.bigint()) / 1e6
+export const sleep = (ms: number): Promise<void> => new Promise(resolve => setTimeout(resolve, ms))
+
+/** Polls `check` every `pollMs` until it holds (true) or `timeoutMs` passed (false). */
+export async function waitFor (
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  pollMs = 10
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) return false
+    await sleep(pollMs)
+  }
+  return true
+}
+
+/** The q-quantile of ascending `sorted` (nearest rank); NaN when empty. */
+export function quantile (sorted: number[], q: number): number {
+  if (sorted.length === 0) return NaN
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// CPU (Linux /proc; elsewhere NaN or undefined)
+
+/** Jiffies from /proc/stat: how busy the whole machine was, all cores. */
+export function machineCpu (): { idle: number, total: number } | undefined {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number)
+    return { idle: fields[3]! + (fields[4] ?? 0), total: fields.reduce((s, x) => s + x, 0) }
+  } catch {
+    return undefined
+  }
+}
+
+/** The busy fraction of the whole machine (all cores) between two `machineCpu()` readings. */
+export const machineBusy = (a: ReturnType<typeof machineCpu>, b: ReturnType<typeof machineCpu>): number =>
+  a && b ? 1 - (b.idle - a.idle) / Math.max(1, b.total - a.total) : NaN
+
+/** CPU seconds used so far by all `postgres` processes (other databases' work included). */
+export function postgresCpuSeconds (): number {
+  let ticks = 0
+  try {
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        const close = stat.lastIndexOf(')')
+        if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue
+        const fields = stat.slice(close + 2).split(' ')
+        ticks += Number(fields[11]) + Number(fields[12])
+      } catch {}
+    }
+  } catch {
+    return NaN
+  }
+  return ticks / 100
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The app and its database
 
 /** A log destination that accepts and drops everything: logging is paid for up to the write. */
 export const discard = (): Writable => new Writable({ write (_chunk, _encoding, cb) { cb() } })
+
+export type Cleanup = () => Promise<void> | void
+
+/** A fresh temporary directory, removed by the cleanups. */
+export function tempDir (prefix: string, cleanups: Cleanup[]): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/**
+ * The app's configuration for a benchmark: test mode (development secrets in `dataDir`), the given database and
+ * log level, and the public rate limit at the schema's maximum (per install and minute, far above what one
+ * install sends here); `env` adds or overrides variables.
+ */
+export function benchConfig (
+  dataDir: string,
+  databaseUrl: string,
+  logLevel: string,
+  env: Record<string, string> = {}
+): Config {
+  return loadConfig({
+    NODE_ENV: 'test',
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: logLevel,
+    PUBLIC_RATE_LIMIT: '1000000',
+    ...env
+  })
+}
 
 /**
  * BENCH_DATABASE_URL as it is, or a fresh database on the local Postgres (BENCH_ADMIN_URL) that `drop` removes.
@@ -38,8 +182,6 @@ export async function benchDatabase (prefix: string): Promise<{ url: string, dro
   url.pathname = `/${name}`
   return { url: url.toString(), drop: () => run(`drop database if exists ${pg.escapeIdentifier(name)} with (force)`) }
 }
-
-type Cleanup = () => Promise<void> | void
 
 /**
  * Runs a benchmark's `main` with a list it pushes cleanups onto; they run last-in first-out (servers before the
@@ -61,6 +203,9 @@ export function runBench (main: (cleanups: Cleanup[]) => Promise<void>): void {
     async err => { await cleanUp(); console.error('\nbench failed:', err); process.exit(1) })
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Load slices (autocannon) and their merge
+
 /** What autocannon answers with `skipAggregateResult`: histograms still encoded, to be merged by `aggregateResult`. */
 export interface RawResult {
   totalCompletedRequests: number
@@ -75,6 +220,29 @@ export const aggregateResult = (autocannon as unknown as {
   aggregateResult(results: RawResult[], opts: autocannon.Options): autocannon.Result
 }).aggregateResult
 
+/** One side's slices merged: req/s = completed requests / seconds, p50 and p99 of one latency histogram. */
+export interface SliceFigures {
+  rps: number
+  p50: number
+  p99: number
+  total: number
+  duration: number
+}
+
+/** Merges the slices of one side; throws if any answer was not the expected 200 body, or none came. */
+export function mergeSlices (name: string, url: string, connections: number, results: RawResult[]): SliceFigures {
+  const sum = (k: keyof RawResult): number => results.reduce((n, r) => n + r[k], 0)
+  const bad = sum('non2xx') + sum('errors') + sum('timeouts') + sum('mismatches')
+  const total = sum('totalCompletedRequests')
+  if (bad > 0 || total === 0) {
+    throw new Error(`${name}: ${total} answers, ${sum('non2xx')} non-2xx, ${sum('errors')} errors, ` +
+      `${sum('timeouts')} timeouts, ${sum('mismatches')} unexpected bodies`)
+  }
+  const merged = aggregateResult(results, { url, connections })
+  const duration = sum('duration')
+  return { rps: total / duration, p50: merged.latency.p50, p99: merged.latency.p99, total, duration }
+}
+
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon')
 
 /**
@@ -87,7 +255,8 @@ const { parentPort, workerData } = require('node:worker_threads')
 const { autocannon, opts, sessions, expect } = workerData
 if (sessions) {
   let next = 0
-  opts.setupClient = client => client.setHeaders({ ...opts.headers, 'mcp-session-id': sessions[next++ % sessions.length] })
+  opts.setupClient = client =>
+    client.setHeaders({ ...opts.headers, 'mcp-session-id': sessions[next++ % sessions.length] })
 }
 if (expect) opts.verifyBody = body => typeof body === 'string' && body.includes(expect)
 require(autocannon)(opts, (err, result) => {
@@ -96,14 +265,18 @@ require(autocannon)(opts, (err, result) => {
 })`
 
 /** One slice of load; `inline` runs autocannon on this thread instead (BENCH_INLINE). */
-export function loadSlice (opts: autocannon.Options, extras: { sessions?: string[], expect?: string } = {}, inline = false): Promise<RawResult> {
+export function loadSlice (
+  opts: autocannon.Options, extras: { sessions?: string[], expect?: string } = {}, inline = false
+): Promise<RawResult> {
   if (inline) return autocannon({ ...opts, skipAggregateResult: true }) as unknown as Promise<RawResult>
   return new Promise((resolve, reject) => {
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { autocannon: AUTOCANNON, opts: { ...opts, skipAggregateResult: true }, ...extras } })
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true, workerData: { autocannon: AUTOCANNON, opts: { ...opts, skipAggregateResult: true }, ...extras }
+    })
     worker.once('message', (msg: { error?: string, result?: RawResult }) => {
       if (msg.result) resolve(msg.result)
       else reject(new Error(`autocannon: ${msg.error}`))
-      void worker.terminate()
+      worker.terminate().catch(() => {})
     })
     worker.once('error', reject)
     worker.once('exit', code => reject(new Error(`load worker exited (${code}) without a result`)))

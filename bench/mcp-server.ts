@@ -68,40 +68,47 @@ const config = loadConfig({
 const app = await buildApp(config, { logStream: new Writable({ write (_chunk, _encoding, cb) { cb() } }) })
 await app.ready()
 const installed = await install(app)
-const probe = await app.inject({ method: 'GET', url: '/public/v1/me', headers: { authorization: `Bearer ${installed.accessToken}` } })
+const probe = await app.inject({
+  method: 'GET',
+  url: '/public/v1/me',
+  headers: { authorization: `Bearer ${installed.accessToken}` }
+})
 if (probe.statusCode !== 200) throw new Error(`GET /public/v1/me: ${probe.statusCode} ${probe.body}`)
 await app.listen({ host: '127.0.0.1', port: 0 })
 const address = app.server.address()
 if (!address || typeof address === 'string') throw new Error('no TCP address')
 
-process.on('message', (msg: Message) => {
-  void (async () => {
-    try {
-      switch (msg.type) {
-        case 'measure':
-          await settle()
-          send({ id: msg.id, memory: process.memoryUsage(), sessions: app.mcp.activeSessions() })
-          break
-        case 'cpu':
-          send({ id: msg.id, cpu: process.cpuUsage(), maxRss: process.resourceUsage().maxRSS })
-          break
-        case 'snapshot':
-          await settle()
-          send({ id: msg.id, path: writeHeapSnapshot(msg.path) })
-          break
-        case 'close':
-          await shutdown()
-          send({ id: msg.id }, () => process.exit(0))
-          break
-      }
-    } catch (err) {
-      send({ id: msg.id, error: String((err as Error)?.stack ?? err) })
+/** Answers one message from the parent; a failure is sent back as `error`. */
+async function answer (msg: Message): Promise<void> {
+  try {
+    switch (msg.type) {
+      case 'measure':
+        await settle()
+        send({ id: msg.id, memory: process.memoryUsage(), sessions: app.mcp.activeSessions() })
+        break
+      case 'cpu':
+        send({ id: msg.id, cpu: process.cpuUsage(), maxRss: process.resourceUsage().maxRSS })
+        break
+      case 'snapshot':
+        await settle()
+        send({ id: msg.id, path: writeHeapSnapshot(msg.path) })
+        break
+      case 'close':
+        await shutdown()
+        send({ id: msg.id }, () => process.exit(0))
+        break
     }
-  })()
+  } catch (err) {
+    send({ id: msg.id, error: String((err as Error)?.stack ?? err) })
+  }
+}
+// Only a failure to send the error back can reject: as an unhandled rejection would, it ends the process.
+process.on('message', (msg: Message) => {
+  answer(msg).catch(err => { console.error('bench/mcp-server.ts:', err); process.exit(1) })
 })
 let closing: Promise<void> | undefined
 const shutdown = (): Promise<void> => (closing ??= app.close())
-// The parent went away without saying close: do not linger.
-process.on('disconnect', () => { void shutdown().finally(() => process.exit(0)) })
+// The parent went away without saying close: do not linger (whether or not the close went well).
+process.on('disconnect', () => { shutdown().then(() => process.exit(0), () => process.exit(0)) })
 
 send({ type: 'ready', port: address.port, accessToken: installed.accessToken, me: probe.body })

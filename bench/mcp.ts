@@ -18,7 +18,8 @@
  *   BENCH_WHOAMI_SESSIONS  sessions the whoami connections are spread over (default: one per connection)
  *   BENCH_PHASES         sessions,load (default both; `load` alone opens only the sessions the load needs)
  *   BENCH_SIDES          whoami,me (default both; one side alone is for profiling)
- *   BENCH_LOG_LEVEL      the server's LOG_LEVEL (default info: one request line per request, serialised then dropped)
+ *   BENCH_LOG_LEVEL      the server's LOG_LEVEL (default info: one request line per request, serialised then
+ *                        dropped)
  *   BENCH_CPU_PROF=DIR   run the server with --cpu-prof --cpu-prof-dir=DIR
  *   BENCH_HEAP_SNAPSHOT=DIR  write heap snapshots of the server at the baseline and with all sessions open (writing
  *                        one inflates RSS, so that run's RSS verdicts read n/a; diff the two snapshots instead)
@@ -46,14 +47,17 @@
  * for a missed target.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { cpus, loadavg, tmpdir } from 'node:os'
+import { mkdirSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
 import autocannon from 'autocannon'
 import { Agent, request } from 'undici'
-import { aggregateResult, benchDatabase, fmt, loadSlice, positiveInt, runBench, verdict, type RawResult } from './lib.js'
+import {
+  benchDatabase, fmt, list, loadSlice, mergeSlices, nodeAndCpus, positiveInt, printTable, runBench, tempDir, verdict,
+  type Cleanup, type RawResult, type SliceFigures
+} from './lib.js'
 
 const SESSIONS = positiveInt('BENCH_SESSIONS', 1000)
 const WARM_SESSIONS = positiveInt('BENCH_WARM_SESSIONS', 100, true)
@@ -71,15 +75,6 @@ const HEAP_SNAPSHOT = process.env.BENCH_HEAP_SNAPSHOT ? resolve(process.env.BENC
 const PROTOCOL = '2025-11-25'
 const TARGET_KIB_PER_SESSION = 50
 const TARGET_RATIO = 0.5
-
-
-function list (name: string, allowed: string[]): Set<string> {
-  const raw = process.env[name]
-  if (!raw) return new Set(allowed)
-  const items = raw.split(',').map(s => s.trim()).filter(Boolean)
-  for (const item of items) if (!allowed.includes(item)) throw new Error(`${name}: unknown ${JSON.stringify(item)} (allowed: ${allowed.join(', ')})`)
-  return new Set(items)
-}
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const kib = (bytes: number, digits = 0): string => fmt(bytes / 1024, digits)
@@ -117,11 +112,16 @@ class ServerProcess {
     const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env }
     // test/helper.ts makes a database of its own when DATABASE_URL is set.
     delete childEnv.DATABASE_URL
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: childEnv, cwd: join(HERE, '..') })
+    const child = spawn(process.execPath, args, {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: childEnv, cwd: join(HERE, '..')
+    })
     const ready = await new Promise<Ready>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('the server did not start within 60 s')), 60_000)
       child.once('error', reject)
-      child.once('exit', code => { clearTimeout(timer); reject(new Error(`the server exited (${code}) before it was ready`)) })
+      child.once('exit', code => {
+        clearTimeout(timer)
+        reject(new Error(`the server exited (${code}) before it was ready`))
+      })
       child.on('message', (msg: { type?: string }) => {
         if (msg.type === 'ready') { clearTimeout(timer); resolve(msg as Ready) }
       })
@@ -157,10 +157,14 @@ class ServerProcess {
 
 const MCP_HEADERS = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
 const INITIALIZE = JSON.stringify({
-  jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'bench', version: '1' } }
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'bench', version: '1' } }
 })
 const INITIALIZED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })
-const whoamiBody = (id: number | string): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'whoami', arguments: {} } })
+const whoamiBody = (id: number | string): string =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'whoami', arguments: {} } })
 
 /** The one JSON-RPC message of an answer, sent as JSON or as an SSE stream of one `data:` event. */
 function jsonRpcOf (contentType: string | undefined, text: string): any {
@@ -180,7 +184,10 @@ class McpClient {
 
   private async post (body: string, headers: Record<string, string>) {
     const res = await request(`${this.base}/mcp`, {
-      method: 'POST', dispatcher: this.agent, body, headers: { ...MCP_HEADERS, authorization: `Bearer ${this.token}`, ...headers }
+      method: 'POST',
+      dispatcher: this.agent,
+      body,
+      headers: { ...MCP_HEADERS, authorization: `Bearer ${this.token}`, ...headers }
     })
     const text = await res.body.text()
     return { status: res.statusCode, headers: res.headers, text }
@@ -190,11 +197,15 @@ class McpClient {
   async open (): Promise<string> {
     const init = await this.post(INITIALIZE, {})
     const id = init.headers['mcp-session-id']
-    if (init.status !== 200 || typeof id !== 'string') throw new Error(`initialize: ${init.status} ${init.text.slice(0, 300)}`)
+    if (init.status !== 200 || typeof id !== 'string') {
+      throw new Error(`initialize: ${init.status} ${init.text.slice(0, 300)}`)
+    }
     const answer = jsonRpcOf(init.headers['content-type'] as string | undefined, init.text)
     if (answer.result?.protocolVersion !== PROTOCOL) throw new Error(`initialize answered ${init.text.slice(0, 300)}`)
     const note = await this.post(INITIALIZED, { 'mcp-session-id': id, 'mcp-protocol-version': PROTOCOL })
-    if (note.status !== 202) throw new Error(`notifications/initialized: ${note.status} ${note.text.slice(0, 300)}`)
+    if (note.status !== 202) {
+      throw new Error(`notifications/initialized: ${note.status} ${note.text.slice(0, 300)}`)
+    }
     return id
   }
 
@@ -206,7 +217,9 @@ class McpClient {
 
   async remove (session: string): Promise<void> {
     const res = await request(`${this.base}/mcp`, {
-      method: 'DELETE', dispatcher: this.agent, headers: { 'mcp-session-id': session, 'mcp-protocol-version': PROTOCOL, authorization: `Bearer ${this.token}` }
+      method: 'DELETE',
+      dispatcher: this.agent,
+      headers: { 'mcp-session-id': session, 'mcp-protocol-version': PROTOCOL, authorization: `Bearer ${this.token}` }
     })
     await res.body.text()
     if (res.statusCode !== 200) throw new Error(`DELETE /mcp: ${res.statusCode}`)
@@ -245,36 +258,29 @@ interface Side {
   expect?: string
 }
 
-
-interface Figures { rps: number, p50: number, p99: number, total: number, duration: number, cpuPerRequest: number }
+interface Figures extends SliceFigures { cpuPerRequest: number }
 
 function slice (side: Side, seconds: number): Promise<RawResult> {
-  return loadSlice({ ...side.opts, connections: CONNECTIONS, duration: seconds }, { sessions: side.sessions, expect: side.expect })
+  return loadSlice(
+    { ...side.opts, connections: CONNECTIONS, duration: seconds },
+    { sessions: side.sessions, expect: side.expect }
+  )
 }
 
 function figures (side: Side, results: RawResult[], cpuMicros: number): Figures {
-  const sum = (k: keyof RawResult): number => results.reduce((n, r) => n + r[k], 0)
-  const bad = sum('non2xx') + sum('errors') + sum('timeouts') + sum('mismatches')
-  const total = sum('totalCompletedRequests')
-  if (bad > 0 || total === 0) {
-    throw new Error(`${side.name}: ${total} answers, ${sum('non2xx')} non-2xx, ${sum('errors')} errors, ` +
-      `${sum('timeouts')} timeouts, ${sum('mismatches')} unexpected bodies`)
-  }
-  const merged = aggregateResult(results, { url: side.opts.url, connections: CONNECTIONS })
-  const duration = sum('duration')
-  return { rps: total / duration, p50: merged.latency.p50, p99: merged.latency.p99, total, duration, cpuPerRequest: cpuMicros / total }
+  const merged = mergeSlices(side.name, side.opts.url, CONNECTIONS, results)
+  return { ...merged, cpuPerRequest: cpuMicros / merged.total }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 
-async function main (cleanups: Array<() => Promise<void> | void>): Promise<void> {
+async function main (cleanups: Cleanup[]): Promise<void> {
   const summary: string[] = []
   const markdown: string[] = []
   const database = await benchDatabase('mg_bench_mcp')
   cleanups.push(database.drop)
   const databaseUrl = database.url
-  const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-mcp-'))
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+  const dataDir = tempDir('mg-bench-mcp-', cleanups)
   if (CPU_PROF) mkdirSync(CPU_PROF, { recursive: true })
   if (HEAP_SNAPSHOT) mkdirSync(HEAP_SNAPSHOT, { recursive: true })
 
@@ -287,16 +293,22 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
   const base = `http://127.0.0.1:${port}`
   const identity: unknown = JSON.parse(me)
 
-  const cpu = cpus()
   console.log('marketplace-gateway bench: MCP sessions, tools/call whoami vs GET /public/v1/me')
-  console.log(`  server: bench/mcp-server.ts in its own process (pid ${server.child.pid}), buildApp on Postgres ${new URL(databaseUrl).host}, ` +
-    `LOG_LEVEL ${LOG_LEVEL} (lines dropped), all rate limits 1,000,000/min; ready in ${fmt((Date.now() - started) / 1000, 1)} s`)
-  console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), load average ${loadavg()[0]!.toFixed(2)}`)
+  console.log(`  server: bench/mcp-server.ts in its own process (pid ${server.child.pid}), ` +
+    `buildApp on Postgres ${new URL(databaseUrl).host}, ` +
+    `LOG_LEVEL ${LOG_LEVEL} (lines dropped), all rate limits 1,000,000/min; ` +
+    `ready in ${fmt((Date.now() - started) / 1000, 1)} s`)
+  console.log(`  ${nodeAndCpus()}, load average ${loadavg()[0]!.toFixed(2)}`)
+
+  /** Has the server write a heap snapshot into HEAP_SNAPSHOT; answers its path. */
+  const heapSnapshot = async (file: string): Promise<string> =>
+    (await server.call<{ path: string }>({ type: 'snapshot', path: join(HEAP_SNAPSHOT!, file) })).path
 
   let sessionIds: string[] = []
   if (PHASES.has('sessions')) {
     console.log('')
-    console.log(`sessions: ${fmt(SESSIONS)} held open (raw HTTP initialize + notifications/initialized, ${OPEN_CONCURRENCY} in flight)`)
+    console.log(`sessions: ${fmt(SESSIONS)} held open ` +
+      `(raw HTTP initialize + notifications/initialized, ${OPEN_CONCURRENCY} in flight)`)
     const cold = await server.measure()
     if (cold.sessions !== 0) throw new Error(`${cold.sessions} sessions before any was opened`)
 
@@ -307,7 +319,7 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
       await Promise.all(ids.map(async id => { await warm.whoami(id, ++n); await warm.remove(id) }))
       await warm.agent.close()
     }
-    if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${(await server.call<{ path: string }>({ type: 'snapshot', path: join(HEAP_SNAPSHOT, 'baseline.heapsnapshot') })).path}`)
+    if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${await heapSnapshot('baseline.heapsnapshot')}`)
     const baseline = await server.measure()
     if (baseline.sessions !== 0) throw new Error(`${baseline.sessions} sessions left after the warm-up`)
 
@@ -318,11 +330,14 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
     await client.agent.close()
     const health = await activeSessions(base)
     if (health !== SESSIONS) throw new Error(`/health active_sessions reads ${health}, expected ${SESSIONS}`)
-    if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${(await server.call<{ path: string }>({ type: 'snapshot', path: join(HEAP_SNAPSHOT, 'open.heapsnapshot') })).path}`)
+    if (HEAP_SNAPSHOT) console.log(`  heap snapshot: ${await heapSnapshot('open.heapsnapshot')}`)
     const open = await server.measure()
-    if (open.sessions !== SESSIONS) throw new Error(`the server counts ${open.sessions} sessions, expected ${SESSIONS}`)
+    if (open.sessions !== SESSIONS) {
+      throw new Error(`the server counts ${open.sessions} sessions, expected ${SESSIONS}`)
+    }
 
-    const row = (label: string, m: Memory): string => `  ${label.padEnd(38)} rss ${kib(m.rss).padStart(8)} KiB   heapUsed ${kib(m.heapUsed).padStart(8)} KiB   ` +
+    const row = (label: string, m: Memory): string =>
+      `  ${label.padEnd(38)} rss ${kib(m.rss).padStart(8)} KiB   heapUsed ${kib(m.heapUsed).padStart(8)} KiB   ` +
       `heapTotal ${kib(m.heapTotal).padStart(8)} KiB   external ${kib(m.external).padStart(7)} KiB`
     console.log(row('cold (no session yet)', cold.memory))
     console.log(row(`baseline (${WARM_SESSIONS} sessions opened, closed)`, baseline.memory))
@@ -331,15 +346,22 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
     const perSession = growth / SESSIONS / 1024
     const perSessionCold = (open.memory.rss - cold.memory.rss) / SESSIONS / 1024
     const heapPerSession = (open.memory.heapUsed - baseline.memory.heapUsed) / SESSIONS / 1024
-    console.log(`  opened in ${fmt(openSeconds, 1)} s (${fmt(SESSIONS / openSeconds)} sessions/s); /health active_sessions = ${health}`)
+    console.log(`  opened in ${fmt(openSeconds, 1)} s (${fmt(SESSIONS / openSeconds)} sessions/s); ` +
+      `/health active_sessions = ${health}`)
     console.log(`  RSS growth ${kib(growth)} KiB from the baseline = ${fmt(perSession, 1)} KiB per session ` +
-      `(heapUsed ${fmt(heapPerSession, 1)} KiB per session); from cold ${kib(open.memory.rss - cold.memory.rss)} KiB = ${fmt(perSessionCold, 1)} KiB per session`)
-    // Writing a heap snapshot takes far more memory than the sessions do: the RSS readings of such a run mean nothing.
-    const rssVerdict = (perKiB: number): string => HEAP_SNAPSHOT ? 'n/a (heap snapshots were written)' : verdict(perKiB <= TARGET_KIB_PER_SESSION)
-    summary.push(`  RSS per session    ${fmt(perSession, 1)} KiB  target <= ${TARGET_KIB_PER_SESSION} KiB  ${rssVerdict(perSession)}` +
+      `(heapUsed ${fmt(heapPerSession, 1)} KiB per session); ` +
+      `from cold ${kib(open.memory.rss - cold.memory.rss)} KiB = ${fmt(perSessionCold, 1)} KiB per session`)
+    // Writing a heap snapshot takes far more memory than the sessions do: the RSS readings of such a run mean
+    // nothing.
+    const rssVerdict = (perKiB: number): string =>
+      HEAP_SNAPSHOT ? 'n/a (heap snapshots were written)' : verdict(perKiB <= TARGET_KIB_PER_SESSION)
+    summary.push(`  RSS per session    ${fmt(perSession, 1)} KiB  target <= ${TARGET_KIB_PER_SESSION} KiB  ` +
+      `${rssVerdict(perSession)}` +
       `   (from cold: ${fmt(perSessionCold, 1)} KiB, ${rssVerdict(perSessionCold)}; /health active_sessions ${health})`)
-    markdown.push(`sessions: ${kib(baseline.memory.rss)} → ${kib(open.memory.rss)} KiB RSS, growth ${kib(growth)} KiB, ${fmt(perSession, 1)} KiB/session ` +
-      `(${rssVerdict(perSession)}; from cold ${fmt(perSessionCold, 1)}), heapUsed ${fmt(heapPerSession, 1)} KiB/session, active_sessions ${health}`)
+    markdown.push(`sessions: ${kib(baseline.memory.rss)} → ${kib(open.memory.rss)} KiB RSS, ` +
+      `growth ${kib(growth)} KiB, ${fmt(perSession, 1)} KiB/session ` +
+      `(${rssVerdict(perSession)}; from cold ${fmt(perSessionCold, 1)}), ` +
+      `heapUsed ${fmt(heapPerSession, 1)} KiB/session, active_sessions ${health}`)
   }
 
   if (PHASES.has('load')) {
@@ -361,7 +383,9 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
     }
     if (probe.message.result?.isError) throw new Error(`whoami answered a tool error: ${probe.raw}`)
     const expect = JSON.stringify(structured)
-    if (!probe.raw.includes(expect)) throw new Error('the serialised structuredContent is not found verbatim in the answer')
+    if (!probe.raw.includes(expect)) {
+      throw new Error('the serialised structuredContent is not found verbatim in the answer')
+    }
 
     const auth = { authorization: `Bearer ${accessToken}` }
     const whoami: Side = {
@@ -377,14 +401,19 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
       sessions: loadSessions,
       expect
     }
-    const meSide: Side = { name: 'GET /public/v1/me', opts: { url: `${base}/public/v1/me`, headers: auth, expectBody: me } }
+    const meSide: Side = {
+      name: 'GET /public/v1/me',
+      opts: { url: `${base}/public/v1/me`, headers: auth, expectBody: me }
+    }
     const sides = [whoami, meSide].filter(s => SIDES.has(s === whoami ? 'whoami' : 'me'))
 
     console.log('')
-    console.log(`load: ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) (warm-up ${WARMUP} s each), ` +
-      `autocannon in a worker thread; whoami over ${loadSessions.length} session(s) (${loadSessions.length < CONNECTIONS ? 'shared by the connections in turn' : 'one per connection'}), ` +
-      `${sessionIds.length} sessions open`)
-    console.log(`  whoami answer (${probe.raw.startsWith('event:') || probe.raw.includes('\ndata:') ? 'SSE' : 'JSON'}): ${probe.raw.trim().replace(/\n/g, '\\n')}`)
+    const spread = loadSessions.length < CONNECTIONS ? 'shared by the connections in turn' : 'one per connection'
+    console.log(`load: ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) ` +
+      `(warm-up ${WARMUP} s each), autocannon in a worker thread; ` +
+      `whoami over ${loadSessions.length} session(s) (${spread}), ${sessionIds.length} sessions open`)
+    const framing = probe.raw.startsWith('event:') || probe.raw.includes('\ndata:') ? 'SSE' : 'JSON'
+    console.log(`  whoami answer (${framing}): ${probe.raw.trim().replace(/\n/g, '\\n')}`)
     console.log(`  /me body: ${me}`)
     if (WARMUP > 0) {
       process.stdout.write('  warming up… ')
@@ -404,26 +433,35 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
         raw.get(side)!.push(r)
         parts.push(`${side.name} ${fmt(r.totalCompletedRequests / r.duration)} req/s`)
       }
-      console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
+      console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, ` +
+        `load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
     }
     const results = new Map(sides.map(s => [s, figures(s, raw.get(s)!, cpuUsed.get(s)!)]))
     console.log('')
     const rows = [['side', 'req/s', 'p50 ms', 'p99 ms', 'requests', 'server CPU µs/req']]
-    for (const [s, f] of results) rows.push([s.name, fmt(f.rps), fmt(f.p50), fmt(f.p99), fmt(f.total), fmt(f.cpuPerRequest)])
-    const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
-    for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
+    for (const [s, f] of results) {
+      rows.push([s.name, fmt(f.rps), fmt(f.p50), fmt(f.p99), fmt(f.total), fmt(f.cpuPerRequest)])
+    }
+    printTable(rows)
 
     const after = await server.measure()
-    if (after.sessions !== sessionIds.length) throw new Error(`after the load the server counts ${after.sessions} sessions, expected ${sessionIds.length}`)
-    console.log(`  after the load: rss ${kib(after.memory.rss)} KiB, heapUsed ${kib(after.memory.heapUsed)} KiB, ${after.sessions} sessions`)
+    if (after.sessions !== sessionIds.length) {
+      throw new Error(`after the load the server counts ${after.sessions} sessions, expected ${sessionIds.length}`)
+    }
+    console.log(`  after the load: rss ${kib(after.memory.rss)} KiB, heapUsed ${kib(after.memory.heapUsed)} KiB, ` +
+      `${after.sessions} sessions`)
 
     const w = results.get(whoami)
     const m = results.get(meSide)
     if (w && m) {
       const ratio = w.rps / m.rps
-      summary.push(`  ratio whoami / me  ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ${verdict(ratio >= TARGET_RATIO)}` +
-        `   (whoami ${fmt(w.rps)} req/s p50 ${w.p50} ms p99 ${w.p99} ms; /me ${fmt(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms)`)
-      markdown.push(`| ${fmt(w.rps)} | ${w.p50} | ${w.p99} | ${fmt(w.cpuPerRequest)} | ${fmt(m.rps)} | ${m.p50} | ${m.p99} | ${fmt(m.cpuPerRequest)} | ${ratio.toFixed(3)} | ${verdict(ratio >= TARGET_RATIO)} |`)
+      summary.push(`  ratio whoami / me  ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ` +
+        `${verdict(ratio >= TARGET_RATIO)}` +
+        `   (whoami ${fmt(w.rps)} req/s p50 ${w.p50} ms p99 ${w.p99} ms; ` +
+        `/me ${fmt(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms)`)
+      const cells = [fmt(w.rps), w.p50, w.p99, fmt(w.cpuPerRequest), fmt(m.rps), m.p50, m.p99, fmt(m.cpuPerRequest),
+        ratio.toFixed(3), verdict(ratio >= TARGET_RATIO)]
+      markdown.push(`| ${cells.join(' | ')} |`)
     }
   }
 

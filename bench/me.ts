@@ -30,15 +30,15 @@
  * Exits non-zero only when the run itself fails (setup error, or a side that answered anything but the expected
  * 200 body, which would make its figures meaningless) — never for a missed target.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { cpus, loadavg, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { loadavg } from 'node:os'
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import { buildApp, type AppInstance } from '../app.js'
-import { loadConfig } from '../plugins/config.js'
 import requestLog, { genReqId, loggerOptions } from '../plugins/request-log.js'
 import { install } from '../test/helper.js'
-import { aggregateResult, benchDatabase, discard, fmt, loadSlice, positiveInt, runBench, verdict, type RawResult } from './lib.js'
+import {
+  benchConfig, benchDatabase, discard, fmt, loadSlice, mergeSlices, nodeAndCpus, positiveInt, printTable, runBench,
+  stamp, tempDir, verdict, type Cleanup, type RawResult, type SliceFigures
+} from './lib.js'
 
 const SECONDS = positiveInt('BENCH_SECONDS', 10)
 const WARMUP = positiveInt('BENCH_WARMUP', 2, true)
@@ -50,8 +50,6 @@ const PATH = '/public/v1/me'
 const TARGET_RATIO = 0.5
 const TARGET_P99_MS = 25
 
-
-
 interface Side {
   name: string
   url: string
@@ -59,30 +57,17 @@ interface Side {
   body: string
 }
 
-interface Figures {
-  rps: number
-  p50: number
-  p99: number
-  total: number
-  duration: number
-}
-
 function slice (side: Side, seconds: number): Promise<RawResult> {
-  return loadSlice({ url: side.url, connections: CONNECTIONS, duration: seconds, headers: side.headers, expectBody: side.body }, {}, INLINE)
+  return loadSlice(
+    { url: side.url, connections: CONNECTIONS, duration: seconds, headers: side.headers, expectBody: side.body },
+    {},
+    INLINE
+  )
 }
 
 /** Merges the slices of one side; throws if any answer was not the expected 200 body. */
-function figures (side: Side, results: RawResult[]): Figures {
-  const sum = (k: keyof RawResult): number => results.reduce((n, r) => n + r[k], 0)
-  const bad = sum('non2xx') + sum('errors') + sum('timeouts') + sum('mismatches')
-  const total = sum('totalCompletedRequests')
-  if (bad > 0 || total === 0) {
-    throw new Error(`${side.name}: ${total} answers, ${sum('non2xx')} non-2xx, ${sum('errors')} errors, ` +
-      `${sum('timeouts')} timeouts, ${sum('mismatches')} unexpected bodies`)
-  }
-  const merged = aggregateResult(results, { url: side.url, connections: CONNECTIONS })
-  const duration = sum('duration')
-  return { rps: total / duration, p50: merged.latency.p50, p99: merged.latency.p99, total, duration }
+function figures (side: Side, results: RawResult[]): SliceFigures {
+  return mergeSlices(side.name, side.url, CONNECTIONS, results)
 }
 
 /** The baseline: plain Fastify, the same logger, the same per-request log line, a handler returning a constant. */
@@ -105,22 +90,12 @@ async function listen (app: FastifyInstance | AppInstance): Promise<string> {
   return `http://127.0.0.1:${address.port}${PATH}`
 }
 
-
-async function main (cleanups: Array<() => Promise<void> | void>): Promise<void> {
+async function main (cleanups: Cleanup[]): Promise<void> {
   const database = await benchDatabase('mg_bench')
   cleanups.push(database.drop)
   const databaseUrl = database.url
 
-  const dataDir = mkdtempSync(join(tmpdir(), 'mg-bench-'))
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-  const config = loadConfig({
-    NODE_ENV: 'test',
-    DATA_DIR: dataDir,
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL,
-    // Per install and minute; the schema's maximum, far above what one install sends here.
-    PUBLIC_RATE_LIMIT: '1000000'
-  })
+  const config = benchConfig(tempDir('mg-bench-', cleanups), databaseUrl, LOG_LEVEL)
 
   const app = await buildApp(config, { logStream: discard() })
   cleanups.push(() => app.close())
@@ -139,11 +114,11 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
   const check = await fetch(bareSide.url, { headers })
   if (await check.text() !== probe.body) throw new Error('the bare route does not answer the same body as /me')
 
-  const cpu = cpus()
   console.log(`marketplace-gateway bench: GET ${PATH} vs bare Fastify`)
-  console.log(`  ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) (warm-up ${WARMUP} s each), ` +
+  console.log(`  ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) ` +
+    `(warm-up ${WARMUP} s each), ` +
     `autocannon ${INLINE ? 'on the servers\' thread' : 'in a worker thread'}, LOG_LEVEL ${LOG_LEVEL} on both`)
-  console.log(`  Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'}), Postgres ${new URL(databaseUrl).host}`)
+  console.log(`  ${nodeAndCpus()}, Postgres ${new URL(databaseUrl).host}`)
   console.log(`  body: ${probe.body}`)
 
   if (WARMUP > 0) {
@@ -163,7 +138,8 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
       raw.get(side)!.push(r)
       parts.push(`${side.name} ${fmt(r.totalCompletedRequests / r.duration)} req/s`)
     }
-    console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
+    console.log(`  round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, ` +
+      `load average ${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
   }
   console.log('')
   const b = figures(bareSide, raw.get(bareSide)!)
@@ -175,13 +151,13 @@ async function main (cleanups: Array<() => Promise<void> | void>): Promise<void>
     ['bare Fastify', fmt(b.rps), fmt(b.p50), fmt(b.p99), fmt(b.total)],
     ['GET /public/v1/me', fmt(m.rps), fmt(m.p50), fmt(m.p99), fmt(m.total)]
   ]
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
-  for (const r of rows) console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
+  printTable(rows)
   console.log('')
-  console.log(`  ratio (me / bare) ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ${verdict(ratio >= TARGET_RATIO)}`)
+  console.log(`  ratio (me / bare) ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ` +
+    `${verdict(ratio >= TARGET_RATIO)}`)
   console.log(`  p99 of /me        ${fmt(m.p99)} ms  target <= ${TARGET_P99_MS} ms  ${verdict(m.p99 <= TARGET_P99_MS)}`)
   console.log('')
-  console.log('markdown row: | ' + [new Date().toISOString().slice(0, 16).replace('T', ' '),
+  console.log('markdown row: | ' + [stamp(),
     fmt(b.rps), fmt(b.p50), fmt(b.p99), fmt(m.rps), fmt(m.p50), fmt(m.p99), ratio.toFixed(3),
     verdict(ratio >= TARGET_RATIO), verdict(m.p99 <= TARGET_P99_MS)].join(' | ') + ' |')
 }

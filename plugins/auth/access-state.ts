@@ -16,6 +16,9 @@ export interface AccessState {
   keyDisabledAt: number | null
 }
 
+/** The install a request acts for, as the database says it is right now (scopes included, not the token's). */
+export type Principal = Omit<AccessState, 'status' | 'apiKeyEnabled' | 'keyDisabledAt'>
+
 export type AccessKey = { installId: string } | { clientId: string }
 
 const CHANNEL = 'access_changed'

@@ -4,10 +4,7 @@ import { Identity } from '../../schemas/identity.js'
 import { NoInput } from '../../schemas/mcp.js'
 import { errors } from '../errors.js'
 import { READ_ONLY } from '../mcp/registry.js'
-import type { AccessState } from './access-state.js'
-
-/** The install a request acts for, as the database says it is right now (scopes included, not the token's). */
-export type Principal = Omit<AccessState, 'status' | 'apiKeyEnabled' | 'keyDisabledAt'>
+import type { Principal } from './access-state.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -11,7 +11,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js'
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js'
 import { VERSION } from '../../lib/root.js'
-import type { Principal } from '../auth/public-auth.js'
+import type { Principal } from '../auth/access-state.js'
 import { errors, sendError } from '../errors.js'
 import { createRegistry, type Registry } from './registry.js'
 
@@ -88,7 +88,7 @@ export default fp(async (app) => {
 
   const sweeper = setInterval(() => {
     const cutoff = Date.now() - idleMs
-    for (const [id, s] of sessions) if (s.lastSeen < cutoff) void closeSession(id)
+    for (const [id, s] of sessions) if (s.lastSeen < cutoff) closeSession(id).catch(() => {})
   }, Math.min(30_000, Math.max(100, idleMs / 4)))
   sweeper.unref()
   // preClose, not onClose: an open GET event stream would otherwise keep the server from closing.
@@ -155,7 +155,7 @@ export default fp(async (app) => {
         transport: new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
           onsessioninitialized: id => { sessions.set(id, entry) },
-          onsessionclosed: id => { void closeSession(id) }
+          onsessionclosed: id => closeSession(id)
         })
       }
       entry.transport.onclose = () => { if (entry.transport.sessionId) sessions.delete(entry.transport.sessionId) }

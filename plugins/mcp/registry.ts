@@ -1,6 +1,6 @@
 import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
-import type { Principal } from '../auth/public-auth.js'
+import type { Principal } from '../auth/access-state.js'
 import { ApiError, errors } from '../errors.js'
 
 export interface ToolAnnotations {

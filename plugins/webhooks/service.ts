@@ -5,7 +5,7 @@ import type { EventAccepted, EventBody } from '../../schemas/events.js'
 import type {
   AttemptLog, CreateSubscriptionBody, CreatedSubscription, DeleteResult, RetryAccepted, SubscriptionListing
 } from '../../schemas/webhooks.js'
-import type { Principal } from '../auth/public-auth.js'
+import type { Principal } from '../auth/access-state.js'
 import { errors } from '../errors.js'
 import { encryptSecret, newSigningSecret } from './signing.js'
 import type { AttemptLogEntry, Subscription, WebhookStore } from './store.js'

@@ -168,7 +168,8 @@ export class DeliveryWorker {
         this.status.claims++
         this.status.claimed += claimed.length
         this.status.claimMs += performance.now() - started
-        for (const delivery of claimed) void this.attempt(delivery)
+        // Not awaited: attempts run side by side; each records its own outcome and never rejects.
+        for (const delivery of claimed) this.attempt(delivery).catch(err => this.log.error({ err }, 'delivery attempt failed'))
       }
       if ((claimed.length > 0 && claimed.length === free) || this.woken) continue
       await new Promise<void>(resolve => {

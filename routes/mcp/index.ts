@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Principal } from '../../plugins/auth/public-auth.js'
+import type { Principal } from '../../plugins/auth/access-state.js'
 import { ApiError, errors } from '../../plugins/errors.js'
 
 const OPENED = Symbol('mcp session opened by this request')

@@ -1,0 +1,26 @@
+// Lint configuration: neostandard (the style the Fastify organisation uses) with its TypeScript rules,
+// plus one house rule, the 120-column line length. See docs/tooling.md.
+import neostandard from 'neostandard'
+
+export default [
+  ...neostandard({
+    ts: true, // parse and check **/*.ts with typescript-eslint, beside the plain-JS files
+    noJsx: true, // no .jsx/.tsx here; skips the React rules
+    ignores: ['dist', 'node_modules', 'coverage', '.tap', 'data', 'bench/results']
+  }),
+  {
+    name: 'house/line-length',
+    rules: {
+      // The plugin is the copy neostandard registers; package.json pins the same version.
+      '@stylistic/max-len': ['error', {
+        code: 120,
+        tabWidth: 2,
+        ignoreUrls: true,
+        ignoreComments: false,
+        ignoreStrings: false,
+        ignoreTemplateLiterals: false,
+        ignoreRegExpLiterals: false
+      }]
+    }
+  }
+]
