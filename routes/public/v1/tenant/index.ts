@@ -1,7 +1,8 @@
+import { readdirSync } from 'node:fs'
+import { basename, extname, join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errors } from '../../../../plugins/errors.js'
-import accounting from './accounting.js'
-import webhooks from './webhooks.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -14,7 +15,7 @@ declare module 'fastify' {
  * Everything under `/public/v1/orgs/:orgId/entities/:entityId`, after the token and rate-limit hook of the parent
  * context. This context's one hook checks, in order: the path tenant is the token's (decided from the token alone,
  * so the answer says nothing about other tenants), then every scope in the route's `config.scopes` is granted.
- * A tenant route is a file in this folder, registered below.
+ * A new tenant route is a new file in this folder: every file here is registered in this context.
  */
 const tenant: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onRequest', async (request) => {
@@ -26,8 +27,24 @@ const tenant: FastifyPluginAsyncTypebox = async (app) => {
     if (missing.length > 0) throw errors.insufficientScope(required, missing)
   })
 
-  await app.register(accounting)
-  await app.register(webhooks)
+  for (const file of routeFiles()) {
+    const url = pathToFileURL(join(import.meta.dirname, file)).href
+    const routes = await import(url) as { default: FastifyPluginAsyncTypebox }
+    await app.register(routes.default)
+  }
+}
+
+/**
+ * Every other module of this folder, each a route plugin of this context. Modules are found by this file's own
+ * extension, so the same code loads `.ts` under tsx or tap and `.js` once compiled. (@fastify/autoload does this
+ * too, but recognises TypeScript only under the runtimes it knows: it refuses `node --import tsx`.)
+ */
+function routeFiles (): string[] {
+  const self = basename(import.meta.filename)
+  const ext = extname(self)
+  return readdirSync(import.meta.dirname)
+    .filter(f => f !== self && extname(f) === ext && !f.endsWith('.d.ts'))
+    .sort()
 }
 
 export default tenant

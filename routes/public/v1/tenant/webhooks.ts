@@ -14,7 +14,9 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(base, {
     schema: {
-      tags, security, summary: 'Subscribe to topics',
+      tags,
+      security,
+      summary: 'Subscribe to topics',
       params: TenantParams,
       body: CreateSubscriptionBody,
       response: { 201: CreatedSubscription, ...errorResponses(...TENANT_ERRORS, 400, 413, 415, 422) }
@@ -23,7 +25,9 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(base, {
     schema: {
-      tags, security, summary: 'List your subscriptions (active only unless include_inactive)',
+      tags,
+      security,
+      summary: 'List your subscriptions (active only unless include_inactive)',
       params: TenantParams,
       querystring: ListQuery,
       response: { 200: SubscriptionListing, ...errorResponses(...TENANT_ERRORS, 400) }
@@ -32,7 +36,9 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
 
   app.delete(`${base}/:subscriptionId`, {
     schema: {
-      tags, security, summary: 'Delete a subscription (soft delete)',
+      tags,
+      security,
+      summary: 'Delete a subscription (soft delete)',
       params: SubscriptionParams,
       response: { 200: DeleteResult, ...errorResponses(...TENANT_ERRORS) }
     }
@@ -40,7 +46,9 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(`${base}/:subscriptionId/deliveries`, {
     schema: {
-      tags, security, summary: 'Delivery attempts of a subscription, newest first',
+      tags,
+      security,
+      summary: 'Delivery attempts of a subscription, newest first',
       params: SubscriptionParams,
       querystring: AttemptLogQuery,
       response: { 200: AttemptLog, ...errorResponses(...TENANT_ERRORS, 400, 404) }
@@ -49,7 +57,9 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(`${base}/:subscriptionId/deliveries/:deliveryId/retry`, {
     schema: {
-      tags, security, summary: 'Attempt a delivery again now',
+      tags,
+      security,
+      summary: 'Attempt a delivery again now',
       params: DeliveryParams,
       response: { 202: RetryAccepted, ...errorResponses(...TENANT_ERRORS, 404, 409) }
     }
