@@ -14,7 +14,7 @@ const PLANNED_RESOURCES: Record<string, string> = {
 }
 const VERBS: Record<string, string> = { read: 'Read', create: 'Create', update: 'Update', delete: 'Delete' }
 
-/** Planned scopes (spec section 5): they may be registered and granted but authorise no route yet. */
+/** Planned scopes (docs/rules.md#scopes): they may be registered and granted but authorise no route yet. */
 export const PLANNED_SCOPES: Record<string, string> = {
   ...Object.fromEntries(Object.entries(PLANNED_RESOURCES).flatMap(([resource, words]) =>
     Object.entries(VERBS).map(([verb, verbWords]) => [`${resource}:${verb}`, `${verbWords} your ${words}`]))),

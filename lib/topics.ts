@@ -1,4 +1,4 @@
-/** The topic registry (contract 5.1). Emitted topics are delivered; planned ones are accepted and never delivered. */
+/** The topic registry (docs/rules.md#topics). Emitted topics are delivered; planned ones accepted, never delivered. */
 export const EMITTED_TOPICS = ['invoice.paid', 'bill.created'] as const
 export const PLANNED_TOPICS = ['work_order.released', 'work_order.completed', 'lot.created', 'eco.released', 'jobwork_challan.overdue'] as const
 

@@ -64,7 +64,7 @@ declare module 'fastify' {
   }
 }
 
-/** Registered apps and their API keys (contract 3.1). Client secrets are kept only as hashes. */
+/** Registered apps and their API keys (docs/rules.md#apps-and-api-keys). Client secrets are kept only as hashes. */
 export default fp(async (app) => {
   const { db } = app
 

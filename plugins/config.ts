@@ -10,7 +10,7 @@ const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Liter
 const Int = (min: number, max: number) => Type.String({ pattern: '^[0-9]+$', description: `an integer from ${min} to ${max}`, min, max })
 const Url = Type.String({ pattern: '^https?://[^\\s]+$', description: 'an absolute http(s) URL' })
 
-/** The environment as the operator writes it. Every variable of contract section 2; all strings, checked here. */
+/** The environment as the operator writes it (docs/rules.md#configuration); all strings, checked here. */
 export const EnvSchema = Type.Object({
   PORT: Type.Optional(Int(0, 65535)),
   HOST: Type.Optional(Type.String({ minLength: 1 })),

@@ -37,7 +37,7 @@ export class JsonRpcHttpError extends ApiError {
 
 const quote = (s: string): string => s.replace(/["\\]/g, '\\$&')
 
-/** A 401 on the public surface, with the RFC 6750 challenge the contract prescribes. */
+/** A 401 on the public surface, with its RFC 6750 challenge (docs/rules.md#public-request-pipeline). */
 function publicUnauthorized (code: string, message: string): ApiError {
   return new ApiError(401, code, message, {}, {
     'www-authenticate': `Bearer realm="public", error="invalid_token", error_description="${quote(message)}"`
@@ -51,7 +51,7 @@ function oauthError (status: number, code: string, message: string, headers: Rec
 
 /** The error catalog: every error body the service can send is built here. */
 export const errors = {
-  // Public pipeline (contract 3.4), in its order.
+  // Public pipeline (docs/rules.md#public-request-pipeline), in its order.
   missingBearer: () => new ApiError(401, 'invalid_token', 'Missing bearer token.', {}, { 'www-authenticate': 'Bearer realm="public"' }),
   invalidAccessToken: () => publicUnauthorized('invalid_token', 'Invalid access token.'),
   accessTokenExpired: () => publicUnauthorized('invalid_token', 'Access token expired.'),
@@ -80,7 +80,7 @@ export const errors = {
   oauthInvalidGrant: (message: string) => oauthError(400, 'invalid_grant', message),
   oauthUnsupportedGrantType: () => oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.'),
 
-  // Tool protocol (contract 7).
+  // Tool protocol (docs/rules.md#mcp-endpoint).
   mcpSessionNotFound: () => new JsonRpcHttpError(404, -32001, 'Session not found.'),
   mcpNoSession: () => new JsonRpcHttpError(400, -32000, 'Bad Request: no valid session; send initialize first, without Mcp-Session-Id.'),
   mcpRateLimited: (retryAfterSeconds: number) => new JsonRpcHttpError(429, -32000, 'Rate limit exceeded.', { 'retry-after': String(retryAfterSeconds) }),
@@ -94,14 +94,14 @@ export const errors = {
   missingToolToken: (tool: string) => new ApiError(401, 'invalid_token',
     `The ${tool} tool acts in a tenant: send the install's access token as "Authorization: Bearer <token>".`),
 
-  // Webhooks (contract 5).
+  // Webhooks (docs/rules.md#webhooks).
   unknownTopic: (unknown: string[]) => new ApiError(400, 'unknown_topic', `Unknown topic: ${unknown.join(', ')}`, { unknown }),
   topicNotEmitted: (topic: string) => new ApiError(422, 'topic_not_emitted', `Topic ${topic} is planned and not emitted yet.`),
   invalidTargetUrl: (message: string) => new ApiError(400, 'invalid_target_url', message),
   limitExceeded: (message: string) => new ApiError(422, 'limit_exceeded', message),
   invalidEventsToken: () => new ApiError(401, 'invalid_token', 'A valid events token is required.', {}, { 'www-authenticate': 'Bearer realm="events"' }),
 
-  // Generic (contract section 4).
+  // Generic (docs/rules.md#error-catalog).
   notFound: (message = 'Not found.') => new ApiError(404, 'not_found', message),
   validation: (details: NonNullable<ErrorBody['details']>, message = 'Request validation failed.') =>
     new ApiError(400, 'validation_error', message, { details }),

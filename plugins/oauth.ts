@@ -77,7 +77,7 @@ function redirectTo (base: string, params: Record<string, string | undefined>): 
   return url.toString()
 }
 
-/** The OAuth authorization-code flow with PKCE, refresh-token rotation and revocation (contract 3.2). */
+/** The OAuth authorization-code flow with PKCE, refresh rotation and revocation (docs/rules.md#oauth-install-flow). */
 export default fp(async (app) => {
   const { db } = app
   const issuer = app.config.publicBaseUrl

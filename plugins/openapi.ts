@@ -7,7 +7,7 @@ import { DeliveryPayload } from '../schemas/webhooks.js'
 
 const header = (name: string, description: string) => ({ name, in: 'header' as const, required: true, schema: { type: 'string' as const }, description })
 
-/** One entry per emitted topic: what the service POSTs to a subscriber's target_url (contract 5.4). */
+/** One entry per emitted topic: what the service POSTs to a subscriber's target_url (docs/rules.md#delivery). */
 function deliveryWebhooks () {
   return Object.fromEntries(EMITTED_TOPICS.map(topic => [topic, {
     post: {

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 
 const Scope = Type.String({ pattern: '^[A-Za-z]+:[a-z]+$', description: 'A scope such as invoices:read.' })
 
-/** POST /apps (contract 3.1). */
+/** POST /apps (docs/rules.md#apps-and-api-keys). */
 export const NewAppBody = Type.Object({
   slug: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{1,62}$', description: 'Lower-case letters, digits and dashes; unique.' }),
   name: Type.String({ minLength: 1, maxLength: 100 }),

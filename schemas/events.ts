@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 
-/** POST /events (contract 5.3). */
+/** POST /events (docs/rules.md#event-ingestion). */
 export const EventBody = Type.Object({
   id: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The producer's idempotency key." })),
   topic: Type.String({ minLength: 1, maxLength: 100 }),

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 
-/** GET /public/v1/me (spec 2.2). */
+/** GET /public/v1/me, in snake_case (docs/rules.md#public-routes). */
 export const Identity = Type.Object({
   install_id: Type.String(),
   client_id: Type.String(),

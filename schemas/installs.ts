@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 
-/** The install record (spec 2.1; its casing, `Status` included, is the spec's). */
+/** The install record: camelCase, but a capital `Status`, on purpose (docs/rules.md#installs). */
 export const InstallRecord = Type.Object({
   installId: Type.String(),
   clientId: Type.String(),

@@ -3,7 +3,7 @@ import { TenantParams } from './identity.js'
 
 const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' })
 
-/** POST .../webhooks (spec 4.1, contract 5.2). */
+/** POST .../webhooks (docs/rules.md#subscriptions). */
 export const CreateSubscriptionBody = Type.Object({
   topics: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
     minItems: 1, maxItems: 20, uniqueItems: true, description: '1 to 20 distinct topics from the registry (GET the topic list from the docs or MCP).'
@@ -19,7 +19,7 @@ export const CreatedSubscription = Type.Object({
   created_at: Timestamp
 }, { additionalProperties: false, $id: 'CreatedSubscription' })
 
-/** A listing item: the spec's casing, exactly. */
+/** A listing item: its mixed casing (`_id`, `TargetUrl`, `createdAt`…), exactly (docs/rules.md#subscriptions). */
 export const SubscriptionListItem = Type.Object({
   _id: Type.String(),
   Topics: Type.Array(Type.String()),
@@ -64,7 +64,7 @@ export const AttemptLogQuery = Type.Object({ limit: Type.Optional(Type.Integer({
 
 export const RetryAccepted = Type.Object({ delivery_id: Type.String(), status: Type.Literal('pending') }, { additionalProperties: false })
 
-/** The body every delivery POSTs (contract 5.4), for the OpenAPI `webhooks` section. */
+/** The body every delivery POSTs (docs/rules.md#delivery), for the OpenAPI `webhooks` section. */
 export const DeliveryPayload = Type.Object({
   id: Type.String({ description: 'Event id, stable across retries (also X-Service-Event-Id).' }),
   topic: Type.String(),

@@ -10,9 +10,9 @@ declare module 'fastify' {
   interface FastifyInstance {
     publicAuth: {
       /**
-       * The first five checks of the public pipeline (docs/architecture.md) for an Authorization header value:
-       * a Bearer credential, a valid token, its install and app as the database holds them now, a key that was
-       * not disabled after the token was issued, an active install.
+       * The first five checks of the public pipeline (docs/rules.md#public-request-pipeline) for an Authorization
+       * header value: a Bearer credential, a valid token, its install and app as the database holds them now, a key
+       * that was not disabled after the token was issued, an active install.
        */
       authenticate(authorization: string | undefined): Promise<Principal>
       /** Who the principal is, as `GET /public/v1/me` and the `whoami` tool answer it. */

@@ -9,7 +9,7 @@ export const ACCESS_TOKEN_TYPE = 'at+jwt'
 export const ACCESS_TOKEN_TTL_S = 3600
 const MAX_CLOCK_SKEW_MS = 60_000
 
-/** Claims of a marketplace access token (RFC 9068 profile, contract 3.3). */
+/** Claims of a marketplace access token (RFC 9068 profile; the rules are in docs/rules.md#access-tokens). */
 export interface AccessClaims {
   iss: string
   aud: string
@@ -45,7 +45,7 @@ declare module 'fastify' {
        * "issued before the last disable" is decided without clock skew between instances.
        */
       issue(subject: TokenSubject, issuedAtMs: number): string
-      /** Rows 2 and 3 of the public pipeline: throws the catalog error, or returns the claims. */
+      /** Steps 2 and 3 of docs/rules.md#public-request-pipeline: throws the catalog error, or returns the claims. */
       verify(token: string): VerifiedClaims
     }
   }

@@ -15,7 +15,7 @@ export const MAX_ACTIVE_PER_INSTALL = 50
 
 const iso = (d: Date | null): string | null => d?.toISOString() ?? null
 
-/** A listing item, in the spec's casing; `DisabledReason` only when inactive ones were asked for. */
+/** A listing item in its mixed casing (docs/rules.md#subscriptions); `DisabledReason` only with include_inactive. */
 const listItemView = (s: Subscription, withReason: boolean): Static<typeof SubscriptionListing>['subscriptions'][number] => ({
   _id: s.id,
   Topics: s.topics,

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
 
-/** `whsec_` and 32 random bytes in base64url (contract 5.2). */
+/** `whsec_` and 32 random bytes in base64url (docs/rules.md#signatures). */
 export function newSigningSecret (): string {
   return 'whsec_' + randomBytes(32).toString('base64url')
 }
@@ -12,7 +12,8 @@ export function serviceSignature (secret: string, body: string | Buffer): string
 
 /**
  * Standard Webhooks `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`. Keyed, like
- * every HMAC of the service, with the UTF-8 bytes of the whole secret (contract 5.2), so one key verifies both.
+ * every HMAC of the service, with the UTF-8 bytes of the whole secret, so one key verifies both
+ * (docs/rules.md#signatures).
  */
 export function standardSignature (secret: string, id: string, timestamp: number, body: string | Buffer): string {
   return 'v1,' + createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${id}.${timestamp}.`).update(body).digest('base64')

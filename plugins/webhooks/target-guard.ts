@@ -4,7 +4,7 @@ import { BlockList, isIP } from 'node:net'
 const MAX_URL_LENGTH = 2048
 const DNS_TIMEOUT_MS = 2_000
 
-// Loopback, private, link-local, CGNAT, multicast, unspecified and other non-public ranges (contract 5.2).
+// Loopback, private, link-local, CGNAT, multicast, unspecified and other non-public ranges: docs/rules.md#target-guard
 const blocked = new BlockList()
 for (const [net, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],

@@ -28,7 +28,7 @@ export interface WorkerStatus {
   flushMs: number
 }
 
-/** When the next attempt is due after a failed one, or null when the schedule is spent (contract 5.4). */
+/** When the next attempt is due after a failed one, or null when the schedule is spent (docs/rules.md#retries). */
 export function nextAttemptAt (schedule: number[], attempt: number, retryAfterS: number | null, now = Date.now()): Date | null {
   const base = schedule[attempt - 1]
   if (base === undefined) return null

@@ -13,7 +13,7 @@ const view = (a: App) => ({
   created_at: a.createdAt.toISOString()
 })
 
-/** App registration and API keys: the developer's side of the internal user surface (contract 3.1). */
+/** App registration and API keys: the developer's side of the internal surface (docs/rules.md#apps-and-api-keys). */
 const apps: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onRequest', app.userSessions.requireUser)
   const tags = ['internal: apps']

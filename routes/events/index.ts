@@ -4,7 +4,7 @@ import { errors } from '../../plugins/errors.js'
 import { errorResponses } from '../../schemas/errors.js'
 import { EventAccepted, EventBody } from '../../schemas/events.js'
 
-/** Event ingestion from the accounting system (contract 5.3), behind EVENTS_TOKEN. */
+/** Event ingestion from the accounting system (docs/rules.md#event-ingestion), behind EVENTS_TOKEN. */
 const events: FastifyPluginAsyncTypebox = async (app) => {
   const expected = `Bearer ${app.config.eventsToken}`
   app.addHook('onRequest', async (request) => {

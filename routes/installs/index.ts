@@ -17,7 +17,7 @@ const view = (i: Install) => ({
   uninstalledAt: i.uninstalledAt?.toISOString() ?? null
 })
 
-/** Installs of an organisation, seen and removed by its users (contract 3.2). */
+/** Installs of an organisation, seen and removed by its users (docs/rules.md#installs). */
 const installs: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onRequest', app.userSessions.requireUser)
   const tags = ['internal: installs']

@@ -12,8 +12,8 @@ const LOOPBACK_LISTEN = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 
 /**
- * `/mcp` (contract 7): the Host/Origin guard, the per-IP and per-session rate limits and the access token answer
- * first, in that order; only then is the request handed to the MCP transport.
+ * `/mcp` (docs/rules.md#mcp-endpoint): the Host/Origin guard, the per-IP and per-session rate limits and the
+ * access token answer first, in that order; only then is the request handed to the MCP transport.
  */
 const mcp: FastifyPluginAsyncTypebox = async (app) => {
   const { mcpBaseUrl, mcpAllowedOrigins, mcpRateLimitIp, mcpRateLimitSession, host } = app.config

@@ -19,7 +19,7 @@ function refuseCrossSite (request: FastifyRequest, ownOrigin: string): void {
   if (crossSite) throw errors.crossSiteRequest()
 }
 
-/** The OAuth endpoints (contract 3.2): consent, token, revocation, and the signing keys. */
+/** The OAuth endpoints (docs/rules.md#oauth-install-flow): consent, token, revocation, and the signing keys. */
 const oauth: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(formbody)
   const ownOrigin = new URL(app.config.publicBaseUrl).origin
