@@ -18,9 +18,9 @@ function newcomerBanner (config: Config, url: string): string {
   lines.push(
     '',
     'Next: sign a development user session and register an app; README.md walks through the whole install flow:',
-    `  TOKEN=$(npx marketplace-gateway user-token --sub dev-user --org org_1 --entity ent_1)`,
+    '  TOKEN=$(npx marketplace-gateway user-token --sub dev-user --org org_1 --entity ent_1)',
     `  curl -s ${url}/apps -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' \\`,
-    `    -d '{"slug":"my-app","name":"My App","redirect_uris":["https://example.com/callback"],"scopes":["invoices:read"]}'`,
+    '    -d \'{"slug":"my-app","name":"My App","redirect_uris":["https://example.com/callback"],"scopes":["invoices:read"]}\'',
     ''
   )
   return lines.join('\n')

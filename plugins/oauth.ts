@@ -217,7 +217,7 @@ export default fp(async (app) => {
         }
         const issued = await issueTokens(q, install, t.code_hash)
         await q.query(
-          `update refresh_tokens set replaced_at = coalesce(replaced_at, now()), replaced_by = $2 where token_hash = $1`,
+          'update refresh_tokens set replaced_at = coalesce(replaced_at, now()), replaced_by = $2 where token_hash = $1',
           [hash, issued.hash])
         return tokenResponse(issued)
       })

@@ -5,6 +5,7 @@ import { decode, forge, hs256With, OTHER_KEY, PUBLIC_KEY_PEM, rs256With } from '
 const challenge = (message: string, error = 'invalid_token'): string =>
   `Bearer realm="public", error="${error}", error_description="${message}"`
 
+// Rows are the numbered steps of docs/rules.md#public-request-pipeline.
 t.test('contract 3.4, row by row', async t => {
   const app = await build(t)
   const i = await install(app, { scopes: ['invoices:read'] })

@@ -99,6 +99,6 @@ t.test('two workers on one Postgres share a backlog', { skip: postgres }, async 
 
   t.same([...s.eventIds()].sort(), [...published].sort(), 'no event lost')
   t.equal(s.receiver.received.length, 400, 'none delivered twice (every attempt succeeded)')
-  const shares = workers.map(w => w.webhookWorker!.attempted)
+  const shares = workers.map(w => w.webhooks.workerStatus()!.attempted)
   t.ok(shares.every(n => n > 0), `both workers delivered (${shares.join(' + ')})`)
 })

@@ -288,7 +288,7 @@ t.test('deleting a subscription cancels its pending deliveries; a manual retry s
 })
 
 t.test('a time-out counts as a failure with LastDeliveryStatus 0', async t => {
-  // The receiver takes the request and never answers: the 15 s total time-out of contract 5.4 applies.
+  // The receiver takes the request and never answers: a delivery attempt's 15 s total time-out applies.
   const receiver = await startReceiver(t, () => {})
   const app = await build(t, RECEIVER_ENV(receiver.caFile, { WEBHOOK_RETRY_SCHEDULE: '3600' }))
   const i = await install(app)
@@ -310,9 +310,9 @@ t.test('closing the app lets an attempt in flight finish and records it', async 
   await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
   await receiver.waitFor(1)
-  t.equal(app.webhookWorker!.inFlight, 1, 'an attempt is in flight')
+  t.equal(app.webhooks.workerStatus()!.inFlight, 1, 'an attempt is in flight')
   await app.close()
   t.ok(answeredAt > 0 && Date.now() >= answeredAt, 'close waited for the answer')
-  t.equal(app.webhookWorker!.attempted, 1, 'and the attempt completed')
-  t.equal(app.webhookWorker!.inFlight, 0)
+  t.equal(app.webhooks.workerStatus()!.attempted, 1, 'and the attempt completed')
+  t.equal(app.webhooks.workerStatus()!.inFlight, 0)
 })

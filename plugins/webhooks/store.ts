@@ -229,8 +229,16 @@ export function createWebhookStore (db: Db) {
 
     async attempts (subscriptionId: string, limit: number): Promise<AttemptLogEntry[]> {
       const rows = await db.query<{
-        id: string, delivery_id: string, event_id: string, topic: string, attempt: number, attempted_at: Date,
-        duration_ms: number, response_status: number, response_body: string | null, error: string | null,
+        id: string,
+        delivery_id: string,
+        event_id: string,
+        topic: string,
+        attempt: number,
+        attempted_at: Date,
+        duration_ms: number,
+        response_status: number,
+        response_body: string | null,
+        error: string | null,
         delivery_status: AttemptLogEntry['deliveryStatus']
       }>(
         `select a.id, a.delivery_id, d.event_id, e.topic, a.attempt, a.attempted_at, a.duration_ms,
@@ -269,8 +277,15 @@ export function createWebhookStore (db: Db) {
 
     async claim (workerId: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
       const rows = await db.query<{
-        id: string, attempts: number, event_id: string, topic: string, body: string, subscription_id: string,
-        target_url: string, secret_ciphertext: string, deliverable: boolean
+        id: string,
+        attempts: number,
+        event_id: string,
+        topic: string,
+        body: string,
+        subscription_id: string,
+        target_url: string,
+        secret_ciphertext: string,
+        deliverable: boolean
       }>(
         `with due as (
            select id from webhook_deliveries
