@@ -124,7 +124,10 @@ export type AppInstance = Awaited<ReturnType<typeof buildApp>>
  */
 export async function buildWorker (config: Config, opts: BuildOptions = {}) {
   if (!config.databaseUrl) {
-    throw new ConfigError('DATABASE_URL', 'is required by a separate worker: the embedded database belongs to one process')
+    throw new ConfigError(
+      'DATABASE_URL',
+      'is required by a separate worker: the embedded database belongs to one process'
+    )
   }
   const app = createInstance({ ...config, webhookWorker: true }, opts)
   await app.register(configPlugin, { config: { ...config, webhookWorker: true } })

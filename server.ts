@@ -13,7 +13,9 @@ function newcomerBanner (config: Config, url: string): string {
     `  database        ${config.databaseUrl ? 'Postgres (DATABASE_URL)' : `embedded, in ${config.embeddedDataDir}`}`
   ]
   if (config.generatedSecrets.length > 0) {
-    lines.push(`  dev secrets     generated into ${config.dataDir}/dev-secrets.json (${config.generatedSecrets.join(', ')})`)
+    lines.push(
+      `  dev secrets     generated into ${config.dataDir}/dev-secrets.json (${config.generatedSecrets.join(', ')})`
+    )
   }
   lines.push(
     '',
@@ -39,10 +41,13 @@ export async function serve (config: Config): Promise<void> {
       process.exit(1)
     }, SHUTDOWN_GRACE_MS)
     timer.unref()
-    app.close().then(() => process.exit(0), err => {
-      app.log.error({ err }, 'shutdown failed')
-      process.exit(1)
-    })
+    app.close().then(
+      () => process.exit(0),
+      err => {
+        app.log.error({ err }, 'shutdown failed')
+        process.exit(1)
+      }
+    )
   }
   process.once('SIGTERM', () => shutdown('SIGTERM'))
   process.once('SIGINT', () => shutdown('SIGINT'))

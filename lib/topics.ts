@@ -1,6 +1,12 @@
 /** The topic registry (docs/rules.md#topics). Emitted topics are delivered; planned ones accepted, never delivered. */
 export const EMITTED_TOPICS = ['invoice.paid', 'bill.created'] as const
-export const PLANNED_TOPICS = ['work_order.released', 'work_order.completed', 'lot.created', 'eco.released', 'jobwork_challan.overdue'] as const
+export const PLANNED_TOPICS = [
+  'work_order.released',
+  'work_order.completed',
+  'lot.created',
+  'eco.released',
+  'jobwork_challan.overdue'
+] as const
 
 export const TOPIC_DESCRIPTIONS: Record<string, string> = {
   'invoice.paid': 'An invoice was paid in full.',

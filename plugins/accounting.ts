@@ -18,7 +18,14 @@ export interface ReadRoute {
 }
 
 const READ_ROUTES: ReadRoute[] = [
-  { path: '/invoices', tool: 'list_invoices', title: 'List invoices', scope: 'invoices:read', toolInput: NoInput, params: {} },
+  {
+    path: '/invoices',
+    tool: 'list_invoices',
+    title: 'List invoices',
+    scope: 'invoices:read',
+    toolInput: NoInput,
+    params: {}
+  },
   {
     path: '/invoices/:id',
     tool: 'get_invoice',
@@ -28,7 +35,14 @@ const READ_ROUTES: ReadRoute[] = [
     params: { id: Type.String() }
   },
   { path: '/bills', tool: 'list_bills', title: 'List bills', scope: 'bills:read', toolInput: NoInput, params: {} },
-  { path: '/customers', tool: 'list_customers', title: 'List customers', scope: 'customers:read', toolInput: NoInput, params: {} }
+  {
+    path: '/customers',
+    tool: 'list_customers',
+    title: 'List customers',
+    scope: 'customers:read',
+    toolInput: NoInput,
+    params: {}
+  }
 ]
 
 /** The path as OpenAPI and error messages write it: `/public/v1/orgs/{orgId}/…`. */
@@ -49,22 +63,31 @@ declare module 'fastify' {
  * The accounting read routes: one table feeds the REST routes (routes/public/v1/tenant/accounting.ts) and their
  * MCP tools, so both surfaces list the same routes, scopes and answers.
  */
-export default fp(async (app) => {
-  const read = async (route: ReadRoute): Promise<never> => { throw errors.notImplemented('GET', template(route)) }
-  app.decorate('accounting', { readRoutes: READ_ROUTES, read })
+export default fp(
+  async app => {
+    const read = async (route: ReadRoute): Promise<never> => {
+      throw errors.notImplemented('GET', template(route))
+    }
+    app.decorate('accounting', { readRoutes: READ_ROUTES, read })
 
-  for (const route of READ_ROUTES) {
-    app.mcp.addTool({
-      name: route.tool,
-      title: route.title,
-      description: `${route.title} in the token's tenant. Requires ${route.scope}. Not built yet: answers ` +
-        `not_implemented, like ${template(route)}.`,
-      inputSchema: route.toolInput,
-      outputSchema: NotImplementedOutput,
-      annotations: READ_ONLY,
-      requiredScopes: [route.scope],
-      public: false,
-      tags: ['accounting']
-    }, async () => read(route))
-  }
-}, { name: 'accounting', dependencies: ['mcp'] })
+    for (const route of READ_ROUTES) {
+      app.mcp.addTool(
+        {
+          name: route.tool,
+          title: route.title,
+          description:
+            `${route.title} in the token's tenant. Requires ${route.scope}. Not built yet: answers ` +
+            `not_implemented, like ${template(route)}.`,
+          inputSchema: route.toolInput,
+          outputSchema: NotImplementedOutput,
+          annotations: READ_ONLY,
+          requiredScopes: [route.scope],
+          public: false,
+          tags: ['accounting']
+        },
+        async () => read(route)
+      )
+    }
+  },
+  { name: 'accounting', dependencies: ['mcp'] }
+)

@@ -5,16 +5,20 @@ import { Type, type Static } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import fp from 'fastify-plugin'
 
-const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')],
-  { description: 'true or false' })
-const Int = (min: number, max: number) => Type.String({ pattern: '^[0-9]+$', description: `an integer from ${min} to ${max}`, min, max })
+const Bool = Type.Union([Type.Literal('true'), Type.Literal('false'), Type.Literal('1'), Type.Literal('0')], {
+  description: 'true or false'
+})
+const Int = (min: number, max: number) =>
+  Type.String({ pattern: '^[0-9]+$', description: `an integer from ${min} to ${max}`, min, max })
 const Url = Type.String({ pattern: '^https?://[^\\s]+$', description: 'an absolute http(s) URL' })
 
 /** The environment as the operator writes it (docs/rules.md#configuration); all strings, checked here. */
 export const EnvSchema = Type.Object({
   PORT: Type.Optional(Int(0, 65535)),
   HOST: Type.Optional(Type.String({ minLength: 1 })),
-  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// connection string' })),
+  DATABASE_URL: Type.Optional(
+    Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// connection string' })
+  ),
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   PUBLIC_BASE_URL: Type.Optional(Url),
   MCP_BASE_URL: Type.Optional(Url),
@@ -28,18 +32,30 @@ export const EnvSchema = Type.Object({
   PUBLIC_RATE_LIMIT: Type.Optional(Int(1, 1_000_000)),
   MCP_RATE_LIMIT_IP: Type.Optional(Int(1, 1_000_000)),
   MCP_RATE_LIMIT_SESSION: Type.Optional(Int(1, 1_000_000)),
-  MCP_SESSION_IDLE_MINUTES: Type.Optional(Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description: 'a number of minutes (decimals allowed)' })),
-  WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({ pattern: '^[0-9]+(,[0-9]+)*$', description: 'comma-separated seconds' })),
+  MCP_SESSION_IDLE_MINUTES: Type.Optional(
+    Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description: 'a number of minutes (decimals allowed)' })
+  ),
+  WEBHOOK_RETRY_SCHEDULE: Type.Optional(
+    Type.String({ pattern: '^[0-9]+(,[0-9]+)*$', description: 'comma-separated seconds' })
+  ),
   WEBHOOK_DISABLE_AFTER_FAILURES: Type.Optional(Int(1, 1_000_000)),
   WEBHOOK_DISABLE_AFTER_HOURS: Type.Optional(Int(0, 1_000_000)),
   WEBHOOK_WORKER: Type.Optional(Bool),
   WEBHOOK_CONCURRENCY: Type.Optional(Int(1, 1_000)),
   WEBHOOK_LEASE_SECONDS: Type.Optional(Int(1, 3_600)),
   MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
-  LOG_LEVEL: Type.Optional(Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)),
-    { description: 'one of fatal, error, warn, info, debug, trace, silent' })),
-  NODE_ENV: Type.Optional(Type.Union(['development', 'production', 'test'].map(l => Type.Literal(l)),
-    { description: 'development, production or test' }))
+  LOG_LEVEL: Type.Optional(
+    Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)),
+      { description: 'one of fatal, error, warn, info, debug, trace, silent' }
+    )
+  ),
+  NODE_ENV: Type.Optional(
+    Type.Union(
+      ['development', 'production', 'test'].map(l => Type.Literal(l)),
+      { description: 'development, production or test' }
+    )
+  )
 })
 export type Env = Static<typeof EnvSchema>
 
@@ -87,7 +103,7 @@ export class ConfigError extends Error {
 }
 
 const SECRET_NAMES = ['TOKEN_SIGNING_KEY', 'USER_SESSION_SECRET', 'WEBHOOK_SECRET_KEY', 'EVENTS_TOKEN'] as const
-type SecretName = typeof SECRET_NAMES[number]
+type SecretName = (typeof SECRET_NAMES)[number]
 
 function checkShape (env: Record<string, string | undefined>): Env {
   const known: Record<string, string> = {}
@@ -95,10 +111,15 @@ function checkShape (env: Record<string, string | undefined>): Env {
     const value = env[key]
     if (value !== undefined && value !== '') known[key] = value
   }
-  for (const error of Value.Errors(EnvSchema, known)) {
+  // The first error names one variable; the operator fixes it and the next start names the next one.
+  const error = Value.Errors(EnvSchema, known).First()
+  if (error) {
     const variable = error.path.replace(/^\//, '')
     const schema = EnvSchema.properties[variable as keyof Env] as { description?: string } | undefined
-    throw new ConfigError(variable, `must be ${schema?.description ?? 'valid'} (got ${JSON.stringify(known[variable])})`)
+    throw new ConfigError(
+      variable,
+      `must be ${schema?.description ?? 'valid'} (got ${JSON.stringify(known[variable])})`
+    )
   }
   for (const [key, value] of Object.entries(known)) {
     const s = EnvSchema.properties[key as keyof Env] as { min?: number, max?: number, description?: string }
@@ -157,7 +178,8 @@ function loadOrGenerateSecrets (dataDir: string, missing: SecretName[]): Record<
   return stored
 }
 
-const flag = (value: string | undefined, fallback: boolean): boolean => value === undefined ? fallback : value === 'true' || value === '1'
+const flag = (value: string | undefined, fallback: boolean): boolean =>
+  value === undefined ? fallback : value === 'true' || value === '1'
 
 /** Reads and checks the environment. Throws a ConfigError that names the first bad variable. */
 export function loadConfig (rawEnv: Record<string, string | undefined> = process.env): Config {
@@ -171,8 +193,12 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
 
   const missing = SECRET_NAMES.filter(name => !env[name])
   if (nodeEnv === 'production') {
-    if (missing.length > 0) throw new ConfigError(missing[0]!, 'is required in production (generated development keys are refused)')
-    if (!env.DATABASE_URL) throw new ConfigError('DATABASE_URL', 'is required in production (the embedded database is for development)')
+    if (missing.length > 0) {
+      throw new ConfigError(missing[0]!, 'is required in production (generated development keys are refused)')
+    }
+    if (!env.DATABASE_URL) {
+      throw new ConfigError('DATABASE_URL', 'is required in production (the embedded database is for development)')
+    }
   }
   const generated = loadOrGenerateSecrets(dataDir, missing)
   const secret = (name: SecretName): string => env[name] ?? generated[name]!
@@ -181,12 +207,22 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
   if (!webhookSecretKey) throw new ConfigError('WEBHOOK_SECRET_KEY', 'must be 32 bytes, written in hex or base64')
 
   const mcpBaseUrl = (env.MCP_BASE_URL ?? defaultBase).replace(/\/+$/, '')
-  const origins = env.MCP_ALLOWED_ORIGINS?.split(',').map(s => s.trim()).filter(Boolean) ?? [new URL(mcpBaseUrl).origin]
+  const origins = env.MCP_ALLOWED_ORIGINS?.split(',')
+    .map(s => s.trim())
+    .filter(Boolean) ?? [new URL(mcpBaseUrl).origin]
   for (const origin of origins) {
-    if (!/^https?:\/\/[^/\s]+$/.test(origin)) throw new ConfigError('MCP_ALLOWED_ORIGINS', `must list origins like https://host:port (got ${JSON.stringify(origin)})`)
+    if (!/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new ConfigError(
+        'MCP_ALLOWED_ORIGINS',
+        `must list origins like https://host:port (got ${JSON.stringify(origin)})`
+      )
+    }
   }
   if (env.WEBHOOK_CA_FILE && !existsSync(env.WEBHOOK_CA_FILE)) {
-    throw new ConfigError('WEBHOOK_CA_FILE', `names a file that does not exist (${JSON.stringify(env.WEBHOOK_CA_FILE)})`)
+    throw new ConfigError(
+      'WEBHOOK_CA_FILE',
+      `names a file that does not exist (${JSON.stringify(env.WEBHOOK_CA_FILE)})`
+    )
   }
 
   return {
@@ -228,6 +264,9 @@ declare module 'fastify' {
 }
 
 /** Decorates the already-checked configuration as `app.config`. */
-export default fp<{ config: Config }>(async (app, opts) => {
-  app.decorate('config', opts.config)
-}, { name: 'config' })
+export default fp<{ config: Config }>(
+  async (app, opts) => {
+    app.decorate('config', opts.config)
+  },
+  { name: 'config' }
+)

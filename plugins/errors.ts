@@ -26,7 +26,12 @@ export class ApiError extends Error {
 
 /** An HTTP error on the MCP endpoint: the body is a JSON-RPC error, as MCP clients expect. */
 export class JsonRpcHttpError extends ApiError {
-  constructor (statusCode: number, readonly rpcCode: number, message: string, headers: Record<string, string> = {}) {
+  constructor (
+    statusCode: number,
+    readonly rpcCode: number,
+    message: string,
+    headers: Record<string, string> = {}
+  ) {
     super(statusCode, 'jsonrpc_error', message, {}, headers)
   }
 
@@ -39,37 +44,68 @@ const quote = (s: string): string => s.replace(/["\\]/g, '\\$&')
 
 /** A 401 on the public surface, with its RFC 6750 challenge (docs/rules.md#public-request-pipeline). */
 function publicUnauthorized (code: string, message: string): ApiError {
-  return new ApiError(401, code, message, {}, {
-    'www-authenticate': `Bearer realm="public", error="invalid_token", error_description="${quote(message)}"`
-  })
+  return new ApiError(
+    401,
+    code,
+    message,
+    {},
+    {
+      'www-authenticate': `Bearer realm="public", error="invalid_token", error_description="${quote(message)}"`
+    }
+  )
 }
 
 /** RFC 6749 section 5.2 errors: `error_description` for OAuth clients, `message` like every other error body. */
 function oauthError (status: number, code: string, message: string, headers: Record<string, string> = {}): ApiError {
-  return new ApiError(status, code, message, { error_description: message }, { 'cache-control': 'no-store', pragma: 'no-cache', ...headers })
+  return new ApiError(
+    status,
+    code,
+    message,
+    { error_description: message },
+    { 'cache-control': 'no-store', pragma: 'no-cache', ...headers }
+  )
 }
 
 /** The error catalog: every error body the service can send is built here. */
 export const errors = {
   // Public pipeline (docs/rules.md#public-request-pipeline), in its order.
-  missingBearer: () => new ApiError(401, 'invalid_token', 'Missing bearer token.', {}, { 'www-authenticate': 'Bearer realm="public"' }),
+  missingBearer: () =>
+    new ApiError(401, 'invalid_token', 'Missing bearer token.', {}, { 'www-authenticate': 'Bearer realm="public"' }),
   invalidAccessToken: () => publicUnauthorized('invalid_token', 'Invalid access token.'),
   accessTokenExpired: () => publicUnauthorized('invalid_token', 'Access token expired.'),
   apiKeyDisabled: () => publicUnauthorized('invalid_client', "The app's API key is disabled."),
   installNotActive: () => publicUnauthorized('invalid_token', 'Install is not active.'),
   tenantMismatch: () => new ApiError(403, 'tenant_mismatch', "Path tenant does not match the token's tenant."),
-  insufficientScope: (required: string[], missing: string[]) => new ApiError(403, 'insufficient_scope',
-    `Missing scope: ${missing.join(', ')}`, { required }, { 'www-authenticate': `Bearer error="insufficient_scope", scope="${required.join(' ')}"` }),
-  notImplemented: (method: string, route: string) => new ApiError(501, 'not_implemented', `${method} ${route} is not implemented yet.`),
-  rateLimited: (retryAfterSeconds: number) => new ApiError(429, 'rate_limited', 'Rate limit exceeded.', {}, { 'retry-after': String(retryAfterSeconds) }),
+  insufficientScope: (required: string[], missing: string[]) =>
+    new ApiError(
+      403,
+      'insufficient_scope',
+      `Missing scope: ${missing.join(', ')}`,
+      { required },
+      { 'www-authenticate': `Bearer error="insufficient_scope", scope="${required.join(' ')}"` }
+    ),
+  notImplemented: (method: string, route: string) =>
+    new ApiError(501, 'not_implemented', `${method} ${route} is not implemented yet.`),
+  rateLimited: (retryAfterSeconds: number) =>
+    new ApiError(429, 'rate_limited', 'Rate limit exceeded.', {}, { 'retry-after': String(retryAfterSeconds) }),
 
   // Internal user surface.
-  marketplaceTokenOnUserRoute: () => new ApiError(401, 'invalid_token', 'Marketplace app tokens cannot be used on user routes.'),
-  missingUserSession: () => new ApiError(401, 'invalid_token', 'Missing user session.', {}, { 'www-authenticate': 'Bearer realm="user"' }),
-  invalidUserSession: () => new ApiError(401, 'invalid_token', 'Invalid or expired user session.', {}, { 'www-authenticate': 'Bearer realm="user", error="invalid_token"' }),
+  marketplaceTokenOnUserRoute: () =>
+    new ApiError(401, 'invalid_token', 'Marketplace app tokens cannot be used on user routes.'),
+  missingUserSession: () =>
+    new ApiError(401, 'invalid_token', 'Missing user session.', {}, { 'www-authenticate': 'Bearer realm="user"' }),
+  invalidUserSession: () =>
+    new ApiError(
+      401,
+      'invalid_token',
+      'Invalid or expired user session.',
+      {},
+      { 'www-authenticate': 'Bearer realm="user", error="invalid_token"' }
+    ),
   notMemberOfTenant: () => new ApiError(403, 'forbidden', 'You do not belong to this organisation or entity.'),
   crossSiteRequest: () => new ApiError(403, 'forbidden', 'Cross-site form submissions are not accepted.'),
-  unknownScope: (unknown: string[]) => new ApiError(400, 'unknown_scope', `Unknown scope: ${unknown.join(', ')}`, { unknown }),
+  unknownScope: (unknown: string[]) =>
+    new ApiError(400, 'unknown_scope', `Unknown scope: ${unknown.join(', ')}`, { unknown }),
   conflict: (message: string) => new ApiError(409, 'conflict', message),
   invalidRedirectUri: (message: string) => new ApiError(400, 'invalid_redirect_uri', message),
 
@@ -78,43 +114,75 @@ export const errors = {
   oauthInvalidClient: (message = 'Client authentication failed.', basic = false) =>
     oauthError(401, 'invalid_client', message, basic ? { 'www-authenticate': 'Basic realm="oauth"' } : {}),
   oauthInvalidGrant: (message: string) => oauthError(400, 'invalid_grant', message),
-  oauthUnsupportedGrantType: () => oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.'),
+  oauthUnsupportedGrantType: () =>
+    oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.'),
 
   // Tool protocol (docs/rules.md#mcp-endpoint).
   mcpSessionNotFound: () => new JsonRpcHttpError(404, -32001, 'Session not found.'),
-  mcpNoSession: () => new JsonRpcHttpError(400, -32000, 'Bad Request: no valid session; send initialize first, without Mcp-Session-Id.'),
-  mcpRateLimited: (retryAfterSeconds: number) => new JsonRpcHttpError(429, -32000, 'Rate limit exceeded.', { 'retry-after': String(retryAfterSeconds) }),
+  mcpNoSession: () =>
+    new JsonRpcHttpError(400, -32000, 'Bad Request: no valid session; send initialize first, without Mcp-Session-Id.'),
+  mcpRateLimited: (retryAfterSeconds: number) =>
+    new JsonRpcHttpError(429, -32000, 'Rate limit exceeded.', { 'retry-after': String(retryAfterSeconds) }),
   mcpForbidden: (message: string) => new JsonRpcHttpError(403, -32000, message),
   mcpParseError: (message: string) => new JsonRpcHttpError(400, -32700, `Parse error: ${message}`),
-  mcpInvalidRequest: (status: number, message: string) => new JsonRpcHttpError(status, -32600, `Invalid Request: ${message}`),
+  mcpInvalidRequest: (status: number, message: string) =>
+    new JsonRpcHttpError(status, -32600, `Invalid Request: ${message}`),
   /** A refused token on /mcp: the same error, pointing clients at the protected-resource metadata (RFC 9728). */
-  mcpUnauthorized: (e: ApiError, resourceMetadata: string) => new ApiError(e.statusCode, e.code, e.message, e.extra, {
-    'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", error="invalid_token", error_description="${quote(e.message)}"`
-  }),
-  missingToolToken: (tool: string) => new ApiError(401, 'invalid_token',
-    `The ${tool} tool acts in a tenant: send the install's access token as "Authorization: Bearer <token>".`),
+  mcpUnauthorized: (e: ApiError, resourceMetadata: string) =>
+    new ApiError(e.statusCode, e.code, e.message, e.extra, {
+      'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", error="invalid_token", ` +
+        `error_description="${quote(e.message)}"`
+    }),
+  missingToolToken: (tool: string) =>
+    new ApiError(
+      401,
+      'invalid_token',
+      `The ${tool} tool acts in a tenant: send the install's access token as "Authorization: Bearer <token>".`
+    ),
 
   // Webhooks (docs/rules.md#webhooks).
-  unknownTopic: (unknown: string[]) => new ApiError(400, 'unknown_topic', `Unknown topic: ${unknown.join(', ')}`, { unknown }),
-  topicNotEmitted: (topic: string) => new ApiError(422, 'topic_not_emitted', `Topic ${topic} is planned and not emitted yet.`),
+  unknownTopic: (unknown: string[]) =>
+    new ApiError(400, 'unknown_topic', `Unknown topic: ${unknown.join(', ')}`, { unknown }),
+  topicNotEmitted: (topic: string) =>
+    new ApiError(422, 'topic_not_emitted', `Topic ${topic} is planned and not emitted yet.`),
   invalidTargetUrl: (message: string) => new ApiError(400, 'invalid_target_url', message),
   limitExceeded: (message: string) => new ApiError(422, 'limit_exceeded', message),
-  invalidEventsToken: () => new ApiError(401, 'invalid_token', 'A valid events token is required.', {}, { 'www-authenticate': 'Bearer realm="events"' }),
+  invalidEventsToken: () =>
+    new ApiError(
+      401,
+      'invalid_token',
+      'A valid events token is required.',
+      {},
+      { 'www-authenticate': 'Bearer realm="events"' }
+    ),
 
   // Generic (docs/rules.md#error-catalog).
   notFound: (message = 'Not found.') => new ApiError(404, 'not_found', message),
   validation: (details: NonNullable<ErrorBody['details']>, message = 'Request validation failed.') =>
     new ApiError(400, 'validation_error', message, { details }),
-  unsupportedMediaType: (contentType: string | undefined) => new ApiError(415, 'unsupported_media_type',
-    `Content-Type ${contentType ? JSON.stringify(contentType) : '(none)'} is not supported; send application/json.`),
-  payloadTooLarge: (limit: number) => new ApiError(413, 'payload_too_large', `Request body is larger than ${limit} bytes.`),
-  nulCharacter: () => errors.validation([{ location: 'request', path: '/', message: 'contains a NUL character' }], 'Text must not contain NUL characters.'),
-  badUrl: () => new ApiError(400, 'validation_error', 'The URL is not valid (bad percent-encoding).', { details: [{ location: 'url', path: '/', message: 'is not a valid URL' }] }),
+  unsupportedMediaType: (contentType: string | undefined) =>
+    new ApiError(
+      415,
+      'unsupported_media_type',
+      `Content-Type ${contentType ? JSON.stringify(contentType) : '(none)'} is not supported; send application/json.`
+    ),
+  payloadTooLarge: (limit: number) =>
+    new ApiError(413, 'payload_too_large', `Request body is larger than ${limit} bytes.`),
+  nulCharacter: () =>
+    errors.validation(
+      [{ location: 'request', path: '/', message: 'contains a NUL character' }],
+      'Text must not contain NUL characters.'
+    ),
+  badUrl: () =>
+    new ApiError(400, 'validation_error', 'The URL is not valid (bad percent-encoding).', {
+      details: [{ location: 'url', path: '/', message: 'is not a valid URL' }]
+    }),
   uriTooLong: () => new ApiError(414, 'uri_too_long', 'A path segment is too long.'),
   headersTooLarge: () => new ApiError(431, 'request_header_fields_too_large', 'Request headers are too large.'),
   requestTimeout: () => new ApiError(408, 'request_timeout', 'The request took too long to arrive.'),
   malformedRequest: () => new ApiError(400, 'bad_request', 'Malformed HTTP request.'),
-  internal: () => new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged; try again later.')
+  internal: () =>
+    new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged; try again later.')
 }
 
 export function sendError (reply: FastifyReply, err: ApiError): FastifyReply {
@@ -131,40 +199,68 @@ declare module 'fastify' {
 }
 
 /** Maps whatever was thrown to a catalog error. Anything unforeseen is answered as a bare 500. */
-function toApiError (err: FastifyError & { validationContext?: string }, request: FastifyRequest, bodyLimit: number): ApiError {
+function toApiError (
+  err: FastifyError & { validationContext?: string },
+  request: FastifyRequest,
+  bodyLimit: number
+): ApiError {
   const apiError = mapError(err, request, bodyLimit)
-  if (request.routeOptions.config?.jsonRpcErrors && !(apiError instanceof JsonRpcHttpError) && apiError.statusCode !== 401) {
+  if (
+    request.routeOptions.config?.jsonRpcErrors &&
+    !(apiError instanceof JsonRpcHttpError) &&
+    apiError.statusCode !== 401
+  ) {
     if (apiError.code === 'validation_error') return errors.mcpParseError(apiError.message)
     if (apiError.statusCode < 500) return errors.mcpInvalidRequest(apiError.statusCode, apiError.message)
   }
   if (apiError.code === 'validation_error' && request.routeOptions.config?.oauthErrors) {
-    const detail = apiError.extra.details?.map(d => `${d.location}${d.path === '/' ? '' : d.path} ${d.message}`).join('; ')
+    const detail = apiError.extra.details
+      ?.map(d => `${d.location}${d.path === '/' ? '' : d.path} ${d.message}`)
+      .join('; ')
     return errors.oauthInvalidRequest(detail ? `${apiError.message} ${detail}.` : apiError.message)
   }
   return apiError
 }
 
-function mapError (err: FastifyError & { validationContext?: string }, request: FastifyRequest, bodyLimit: number): ApiError {
+function mapError (
+  err: FastifyError & { validationContext?: string },
+  request: FastifyRequest,
+  bodyLimit: number
+): ApiError {
   if (err instanceof ApiError) return err
   if (err.validation) {
-    return errors.validation(err.validation.map(v => ({
-      location: err.validationContext ?? 'body',
-      path: v.instancePath || '/',
-      message: v.keyword === 'additionalProperties'
-        ? `unknown field ${JSON.stringify((v.params as { additionalProperty?: string }).additionalProperty)}`
-        : v.message ?? 'is invalid'
-    })))
+    return errors.validation(
+      err.validation.map(v => ({
+        location: err.validationContext ?? 'body',
+        path: v.instancePath || '/',
+        message:
+          v.keyword === 'additionalProperties'
+            ? `unknown field ${JSON.stringify((v.params as { additionalProperty?: string }).additionalProperty)}`
+            : (v.message ?? 'is invalid')
+      }))
+    )
   }
   switch (err.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE': return errors.payloadTooLarge(bodyLimit)
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return errors.unsupportedMediaType(request.headers['content-type'])
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return errors.payloadTooLarge(bodyLimit)
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return errors.unsupportedMediaType(request.headers['content-type'])
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return errors.validation([{ location: 'body', path: '/', message: 'body is empty' }], 'Request body must be a JSON object.')
+      return errors.validation(
+        [{ location: 'body', path: '/', message: 'body is empty' }],
+        'Request body must be a JSON object.'
+      )
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return errors.validation([{ location: 'body', path: '/', message: 'body is not valid JSON' }], 'Request body is not valid JSON.')
+      return errors.validation(
+        [{ location: 'body', path: '/', message: 'body is not valid JSON' }],
+        'Request body is not valid JSON.'
+      )
   }
   if (err instanceof SyntaxError || (err as { type?: string }).type === 'entity.parse.failed') {
-    return errors.validation([{ location: 'body', path: '/', message: 'body is not valid JSON' }], 'Request body is not valid JSON.')
+    return errors.validation(
+      [{ location: 'body', path: '/', message: 'body is not valid JSON' }],
+      'Request body is not valid JSON.'
+    )
   }
   // Postgres refuses NUL in text (22021) and characters its encoding cannot hold (22P05): the input's fault.
   if (err.code === '22021' || err.code === '22P05') return errors.nulCharacter()
@@ -175,19 +271,22 @@ function mapError (err: FastifyError & { validationContext?: string }, request: 
 }
 
 /** The one error handler and the one not-found handler. */
-export default fp(async (app) => {
-  const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    const apiError = toApiError(err, request, bodyLimit)
-    // Only the unforeseen is worth a log line of its own; a deliberate 501 is not.
-    if (apiError.code === 'internal_error') request.log.error({ err }, 'request failed')
-    return sendError(reply, apiError)
-  })
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0]
-    return sendError(reply, errors.notFound(`No route ${request.method} ${path}.`))
-  })
-}, { name: 'errors' })
+export default fp(
+  async app => {
+    const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576
+    app.setErrorHandler((err: FastifyError, request, reply) => {
+      const apiError = toApiError(err, request, bodyLimit)
+      // Only the unforeseen is worth a log line of its own; a deliberate 501 is not.
+      if (apiError.code === 'internal_error') request.log.error({ err }, 'request failed')
+      return sendError(reply, apiError)
+    })
+    app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?')[0]
+      return sendError(reply, errors.notFound(`No route ${request.method} ${path}.`))
+    })
+  },
+  { name: 'errors' }
+)
 
 /** Errors Fastify raises before routing (bad percent-encoding, over-long path segments), through the catalog. */
 export const frameworkErrors: NonNullable<FastifyServerOptions['frameworkErrors']> = (err, request, reply) => {
@@ -198,10 +297,16 @@ export const frameworkErrors: NonNullable<FastifyServerOptions['frameworkErrors'
 /** Requests Node's HTTP parser rejects before Fastify sees them: still a catalog body and a request id. */
 export function clientErrorHandler (err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return
-  const e = err.code === 'HPE_HEADER_OVERFLOW'
-    ? errors.headersTooLarge()
-    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? errors.requestTimeout() : errors.malformedRequest()
+  const e =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? errors.headersTooLarge()
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? errors.requestTimeout()
+        : errors.malformedRequest()
   const body = JSON.stringify(e.body())
-  socket.end(`HTTP/1.1 ${e.statusCode} ${e.code.replace(/_/g, ' ')}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\n\r\n${body}`)
+  socket.end(
+    `HTTP/1.1 ${e.statusCode} ${e.code.replace(/_/g, ' ')}\r\n` +
+      'Connection: close\r\nContent-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\n\r\n${body}`
+  )
 }

@@ -31,9 +31,10 @@ export interface InstallRow {
   key_disabled_at: Date | null
 }
 
-export const SELECT_INSTALL = `select i.install_id, i.client_id, a.slug, i.org_ref_id, i.entity_ref_id, i.scopes, i.status,
-                       i.installed_by, i.created_at, i.uninstalled_at, a.api_key_enabled, a.key_disabled_at
-                  from installs i join apps a on a.client_id = i.client_id`
+export const SELECT_INSTALL = `
+  select i.install_id, i.client_id, a.slug, i.org_ref_id, i.entity_ref_id, i.scopes, i.status, i.installed_by,
+         i.created_at, i.uninstalled_at, a.api_key_enabled, a.key_disabled_at
+    from installs i join apps a on a.client_id = i.client_id`
 
 const toInstall = (r: InstallRow): Install => ({
   installId: r.install_id,
@@ -70,51 +71,61 @@ declare module 'fastify' {
 }
 
 /** Installs: one app in one (org, entity). Rows are never deleted; an uninstall only changes the status. */
-export default fp(async (app) => {
-  const { db } = app
+export default fp(
+  async app => {
+    const { db } = app
 
-  async function find (installId: string, q: Queryable = db): Promise<Install | undefined> {
-    const [row] = await q.query<InstallRow>(`${SELECT_INSTALL} where i.install_id = $1`, [installId])
-    return row && toInstall(row)
-  }
-
-  app.decorate('installs', {
-    async grant (g: Grant, q: Queryable) {
-      const [existing] = await q.query<{ install_id: string }>(
-        `select install_id from installs
-          where client_id = $1 and org_ref_id = $2 and entity_ref_id = $3 and status = 'active' for update`,
-        [g.clientId, g.orgRefId, g.entityRefId])
-      let installId: string
-      if (existing) {
-        installId = existing.install_id
-        await q.query('update installs set scopes = $2, updated_at = now() where install_id = $1', [installId, g.scopes])
-      } else {
-        installId = randomToken('ins_', 12)
-        await q.query(
-          `insert into installs (install_id, client_id, org_ref_id, entity_ref_id, scopes, installed_by)
-           values ($1, $2, $3, $4, $5, $6)`,
-          [installId, g.clientId, g.orgRefId, g.entityRefId, g.scopes, g.userSub])
-      }
-      return (await find(installId, q))!
-    },
-
-    find,
-
-    async uninstall (orgRefId: string, installId: string) {
-      return app.accessState.change({ installId }, async q => {
-        const [row] = await q.query<{ install_id: string }>(
-          `update installs set status = 'uninstalled', uninstalled_at = now(), updated_at = now()
-            where install_id = $1 and org_ref_id = $2 and status = 'active' returning install_id`,
-          [installId, orgRefId])
-        return row && find(row.install_id, q)
-      })
-    },
-
-    async listForEntity (orgRefId: string, entityRefId: string) {
-      const rows = await db.query<InstallRow>(
-        `${SELECT_INSTALL} where i.org_ref_id = $1 and i.entity_ref_id = $2 order by i.created_at, i.install_id`,
-        [orgRefId, entityRefId])
-      return rows.map(toInstall)
+    async function find (installId: string, q: Queryable = db): Promise<Install | undefined> {
+      const [row] = await q.query<InstallRow>(`${SELECT_INSTALL} where i.install_id = $1`, [installId])
+      return row && toInstall(row)
     }
-  })
-}, { name: 'installs', dependencies: ['db', 'access-state'] })
+
+    app.decorate('installs', {
+      async grant (g: Grant, q: Queryable) {
+        const [existing] = await q.query<{ install_id: string }>(
+          `select install_id from installs
+          where client_id = $1 and org_ref_id = $2 and entity_ref_id = $3 and status = 'active' for update`,
+          [g.clientId, g.orgRefId, g.entityRefId]
+        )
+        let installId: string
+        if (existing) {
+          installId = existing.install_id
+          await q.query('update installs set scopes = $2, updated_at = now() where install_id = $1', [
+            installId,
+            g.scopes
+          ])
+        } else {
+          installId = randomToken('ins_', 12)
+          await q.query(
+            `insert into installs (install_id, client_id, org_ref_id, entity_ref_id, scopes, installed_by)
+           values ($1, $2, $3, $4, $5, $6)`,
+            [installId, g.clientId, g.orgRefId, g.entityRefId, g.scopes, g.userSub]
+          )
+        }
+        return (await find(installId, q))!
+      },
+
+      find,
+
+      async uninstall (orgRefId: string, installId: string) {
+        return app.accessState.change({ installId }, async q => {
+          const [row] = await q.query<{ install_id: string }>(
+            `update installs set status = 'uninstalled', uninstalled_at = now(), updated_at = now()
+            where install_id = $1 and org_ref_id = $2 and status = 'active' returning install_id`,
+            [installId, orgRefId]
+          )
+          return row && find(row.install_id, q)
+        })
+      },
+
+      async listForEntity (orgRefId: string, entityRefId: string) {
+        const rows = await db.query<InstallRow>(
+          `${SELECT_INSTALL} where i.org_ref_id = $1 and i.entity_ref_id = $2 order by i.created_at, i.install_id`,
+          [orgRefId, entityRefId]
+        )
+        return rows.map(toInstall)
+      }
+    })
+  },
+  { name: 'installs', dependencies: ['db', 'access-state'] }
+)

@@ -64,7 +64,10 @@ declare module 'fastify' {
       authorize(params: AuthorizeParams, user: SessionUser): Promise<AuthorizeOutcome>
       /** The user's Allow or Deny: a redirect carrying a code, or `access_denied`. */
       decide(params: AuthorizeParams, user: SessionUser, allow: boolean): Promise<string>
-      exchangeCode(client: App, p: { code?: string, redirect_uri?: string, code_verifier?: string }): Promise<TokenResponse>
+      exchangeCode(
+        client: App,
+        p: { code?: string, redirect_uri?: string, code_verifier?: string }
+      ): Promise<TokenResponse>
       refresh(client: App, refreshToken: string | undefined): Promise<TokenResponse>
       revoke(client: App, token: string): Promise<void>
     }
@@ -78,160 +81,214 @@ function redirectTo (base: string, params: Record<string, string | undefined>): 
 }
 
 /** The OAuth authorization-code flow with PKCE, refresh rotation and revocation (docs/rules.md#oauth-install-flow). */
-export default fp(async (app) => {
-  const { db } = app
-  const issuer = app.config.publicBaseUrl
+export default fp(
+  async app => {
+    const { db } = app
+    const issuer = app.config.publicBaseUrl
 
-  async function authorize (p: AuthorizeParams, user: SessionUser): Promise<AuthorizeOutcome> {
-    // Until the client and its redirect URI are known to be right, errors are shown here, never redirected.
-    const client = p.client_id ? await app.apps.find(p.client_id) : undefined
-    if (!client) throw errors.oauthInvalidRequest('Unknown client_id.')
-    if (!p.redirect_uri || !client.redirectUris.includes(p.redirect_uri)) {
-      throw errors.oauthInvalidRequest('redirect_uri is not registered for this app.')
-    }
-    const fail = (error: string, description: string): AuthorizeOutcome =>
-      ({ redirect: redirectTo(p.redirect_uri!, { error, error_description: description, state: p.state, iss: issuer }) })
+    async function authorize (p: AuthorizeParams, user: SessionUser): Promise<AuthorizeOutcome> {
+      // Until the client and its redirect URI are known to be right, errors are shown here, never redirected.
+      const client = p.client_id ? await app.apps.find(p.client_id) : undefined
+      if (!client) throw errors.oauthInvalidRequest('Unknown client_id.')
+      if (!p.redirect_uri || !client.redirectUris.includes(p.redirect_uri)) {
+        throw errors.oauthInvalidRequest('redirect_uri is not registered for this app.')
+      }
+      const fail = (error: string, description: string): AuthorizeOutcome => ({
+        redirect: redirectTo(p.redirect_uri!, { error, error_description: description, state: p.state, iss: issuer })
+      })
 
-    if (!client.apiKeyEnabled) return fail('unauthorized_client', "The app's API key is disabled.")
-    if (p.response_type !== undefined && p.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code.')
-    if (!p.code_challenge || !CODE_CHALLENGE.test(p.code_challenge)) return fail('invalid_request', 'code_challenge is required: 43 base64url characters (PKCE S256).')
-    if (p.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256.')
-    if (!p.org_ref_id || !p.entity_ref_id) return fail('invalid_request', 'org_ref_id and entity_ref_id are required.')
-    const requested = p.scope === undefined ? client.scopes : p.scope.split(' ').filter(Boolean)
-    const scopes = client.scopes.filter(s => requested.includes(s))
-    if (scopes.length === 0) return fail('invalid_scope', 'None of the requested scopes is registered for this app.')
-    if (user.orgRefId !== p.org_ref_id || !user.entityRefIds.includes(p.entity_ref_id)) throw errors.notMemberOfTenant()
+      if (!client.apiKeyEnabled) return fail('unauthorized_client', "The app's API key is disabled.")
+      if (p.response_type !== undefined && p.response_type !== 'code') {
+        return fail('unsupported_response_type', 'response_type must be code.')
+      }
+      if (!p.code_challenge || !CODE_CHALLENGE.test(p.code_challenge)) {
+        return fail('invalid_request', 'code_challenge is required: 43 base64url characters (PKCE S256).')
+      }
+      if (p.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256.')
+      if (!p.org_ref_id || !p.entity_ref_id) {
+        return fail('invalid_request', 'org_ref_id and entity_ref_id are required.')
+      }
+      const requested = p.scope === undefined ? client.scopes : p.scope.split(' ').filter(Boolean)
+      const scopes = client.scopes.filter(s => requested.includes(s))
+      if (scopes.length === 0) return fail('invalid_scope', 'None of the requested scopes is registered for this app.')
+      if (user.orgRefId !== p.org_ref_id || !user.entityRefIds.includes(p.entity_ref_id)) {
+        throw errors.notMemberOfTenant()
+      }
 
-    return {
-      consent: {
-        app: client,
-        redirectUri: p.redirect_uri,
-        scopes,
-        state: p.state,
-        codeChallenge: p.code_challenge,
-        orgRefId: p.org_ref_id,
-        entityRefId: p.entity_ref_id
+      return {
+        consent: {
+          app: client,
+          redirectUri: p.redirect_uri,
+          scopes,
+          state: p.state,
+          codeChallenge: p.code_challenge,
+          orgRefId: p.org_ref_id,
+          entityRefId: p.entity_ref_id
+        }
       }
     }
-  }
 
-  /** Issues an access token and a new refresh token for the install, in the caller's transaction. */
-  async function issueTokens (q: Queryable, install: Install, codeHash: string): Promise<TokenResponse & { hash: string }> {
-    const refreshToken = randomToken('mrt_')
-    const hash = sha256(refreshToken)
-    const [{ issued_ms: issuedMs }] = await q.query<{ issued_ms: number }>(
-      `insert into refresh_tokens (token_hash, install_id, client_id, code_hash, created_at, expires_at)
+    /** Issues an access token and a new refresh token for the install, in the caller's transaction. */
+    async function issueTokens (
+      q: Queryable,
+      install: Install,
+      codeHash: string
+    ): Promise<TokenResponse & { hash: string }> {
+      const refreshToken = randomToken('mrt_')
+      const hash = sha256(refreshToken)
+      const [{ issued_ms: issuedMs }] = (await q.query<{ issued_ms: number }>(
+        `insert into refresh_tokens (token_hash, install_id, client_id, code_hash, created_at, expires_at)
        values ($1, $2, $3, $4, clock_timestamp(), clock_timestamp() + make_interval(secs => $5))
        returning (extract(epoch from created_at) * 1000)::float8 as issued_ms`,
-      [hash, install.installId, install.clientId, codeHash, REFRESH_TTL_S]) as [{ issued_ms: number }]
-    const accessToken = app.accessTokens.issue(install, Math.floor(issuedMs))
-    return {
-      hash,
-      access_token: accessToken,
-      token_type: 'Bearer',
-      expires_in: ACCESS_TOKEN_TTL_S,
-      refresh_token: refreshToken,
-      scope: install.scopes.join(' '),
-      install_id: install.installId
+        [hash, install.installId, install.clientId, codeHash, REFRESH_TTL_S]
+      )) as [{ issued_ms: number }]
+      const accessToken = app.accessTokens.issue(install, Math.floor(issuedMs))
+      return {
+        hash,
+        access_token: accessToken,
+        token_type: 'Bearer',
+        expires_in: ACCESS_TOKEN_TTL_S,
+        refresh_token: refreshToken,
+        scope: install.scopes.join(' '),
+        install_id: install.installId
+      }
     }
-  }
 
-  const tokenResponse = ({ hash: _hash, ...response }: TokenResponse & { hash: string }): TokenResponse => response
+    const tokenResponse = ({ hash: _hash, ...response }: TokenResponse & { hash: string }): TokenResponse => response
 
-  app.decorate('oauth', {
-    authorize,
+    app.decorate('oauth', {
+      authorize,
 
-    async decide (p: AuthorizeParams, user: SessionUser, allow: boolean) {
-      const outcome = await authorize(p, user)
-      if ('redirect' in outcome) return outcome.redirect
-      const c = outcome.consent
-      if (!allow) return redirectTo(c.redirectUri, { error: 'access_denied', error_description: 'The user denied the request.', state: c.state, iss: issuer })
-      const code = randomToken('mac_')
-      await app.accessState.change({ clientId: c.app.clientId }, async q => {
-        const install = await app.installs.grant({
-          clientId: c.app.clientId, orgRefId: c.orgRefId, entityRefId: c.entityRefId, scopes: c.scopes, userSub: user.sub
-        }, q)
-        await q.query(
-          `insert into authorization_codes (code_hash, client_id, install_id, redirect_uri, code_challenge, scopes, expires_at)
-           values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
-          [sha256(code), c.app.clientId, install.installId, c.redirectUri, c.codeChallenge, c.scopes, CODE_TTL_S])
-      })
-      return redirectTo(c.redirectUri, { code, state: c.state, iss: issuer })
-    },
+      async decide (p: AuthorizeParams, user: SessionUser, allow: boolean) {
+        const outcome = await authorize(p, user)
+        if ('redirect' in outcome) return outcome.redirect
+        const c = outcome.consent
+        if (!allow) {
+          return redirectTo(c.redirectUri, {
+            error: 'access_denied',
+            error_description: 'The user denied the request.',
+            state: c.state,
+            iss: issuer
+          })
+        }
+        const code = randomToken('mac_')
+        await app.accessState.change({ clientId: c.app.clientId }, async q => {
+          const install = await app.installs.grant(
+            {
+              clientId: c.app.clientId,
+              orgRefId: c.orgRefId,
+              entityRefId: c.entityRefId,
+              scopes: c.scopes,
+              userSub: user.sub
+            },
+            q
+          )
+          await q.query(
+            `insert into authorization_codes
+               (code_hash, client_id, install_id, redirect_uri, code_challenge, scopes, expires_at)
+             values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
+            [sha256(code), c.app.clientId, install.installId, c.redirectUri, c.codeChallenge, c.scopes, CODE_TTL_S]
+          )
+        })
+        return redirectTo(c.redirectUri, { code, state: c.state, iss: issuer })
+      },
 
-    async exchangeCode (client: App, p: { code?: string, redirect_uri?: string, code_verifier?: string }) {
-      if (!p.code || !p.redirect_uri || !p.code_verifier) throw errors.oauthInvalidRequest('code, redirect_uri and code_verifier are required.')
-      if (!CODE_VERIFIER.test(p.code_verifier)) throw errors.oauthInvalidRequest('code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.')
-      const codeHash = sha256(p.code)
-      const verifier = p.code_verifier
-      // Failures return rather than throw, so that a replayed code's revocation commits.
-      const result = await db.tx(async (q): Promise<TokenResponse | ApiError> => {
-        const [code] = await q.query<CodeRow>(
-          `select client_id, install_id, redirect_uri, code_challenge, expires_at <= now() as expired, used_at,
+      async exchangeCode (client: App, p: { code?: string, redirect_uri?: string, code_verifier?: string }) {
+        if (!p.code || !p.redirect_uri || !p.code_verifier) {
+          throw errors.oauthInvalidRequest('code, redirect_uri and code_verifier are required.')
+        }
+        if (!CODE_VERIFIER.test(p.code_verifier)) {
+          throw errors.oauthInvalidRequest('code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.')
+        }
+        const codeHash = sha256(p.code)
+        const verifier = p.code_verifier
+        // Failures return rather than throw, so that a replayed code's revocation commits.
+        const result = await db.tx(async (q): Promise<TokenResponse | ApiError> => {
+          const [code] = await q.query<CodeRow>(
+            `select client_id, install_id, redirect_uri, code_challenge, expires_at <= now() as expired, used_at,
                   expires_at - make_interval(secs => $2) as created_at
-             from authorization_codes where code_hash = $1 for update`, [codeHash, CODE_TTL_S])
-        if (!code || code.client_id !== client.clientId) return errors.oauthInvalidGrant('The authorization code is invalid.')
-        if (code.used_at) {
-          // RFC 6749 4.1.2: a replayed code revokes what was issued with it.
-          await q.query('update refresh_tokens set revoked_at = now() where code_hash = $1 and revoked_at is null', [codeHash])
-          return errors.oauthInvalidGrant('The authorization code was already used.')
-        }
-        if (code.expired) return errors.oauthInvalidGrant('The authorization code has expired.')
-        if (client.keyDisabledAt && code.created_at <= client.keyDisabledAt) {
-          return errors.oauthInvalidGrant('The authorization code was issued before the API key was disabled.')
-        }
-        if (code.redirect_uri !== p.redirect_uri) return errors.oauthInvalidGrant('redirect_uri does not match the authorization request.')
-        if (pkceChallenge(verifier) !== code.code_challenge) return errors.oauthInvalidGrant('code_verifier does not match the code_challenge.')
-        await q.query('update authorization_codes set used_at = now() where code_hash = $1', [codeHash])
-        const install = await app.installs.find(code.install_id, q)
-        if (install?.status !== 'active') return errors.oauthInvalidGrant('The install is no longer active.')
-        return tokenResponse(await issueTokens(q, install, codeHash))
-      })
-      if (result instanceof ApiError) throw result
-      return result
-    },
+             from authorization_codes where code_hash = $1 for update`,
+            [codeHash, CODE_TTL_S]
+          )
+          if (!code || code.client_id !== client.clientId) {
+            return errors.oauthInvalidGrant('The authorization code is invalid.')
+          }
+          if (code.used_at) {
+            // RFC 6749 4.1.2: a replayed code revokes what was issued with it.
+            await q.query('update refresh_tokens set revoked_at = now() where code_hash = $1 and revoked_at is null', [
+              codeHash
+            ])
+            return errors.oauthInvalidGrant('The authorization code was already used.')
+          }
+          if (code.expired) return errors.oauthInvalidGrant('The authorization code has expired.')
+          if (client.keyDisabledAt && code.created_at <= client.keyDisabledAt) {
+            return errors.oauthInvalidGrant('The authorization code was issued before the API key was disabled.')
+          }
+          if (code.redirect_uri !== p.redirect_uri) {
+            return errors.oauthInvalidGrant('redirect_uri does not match the authorization request.')
+          }
+          if (pkceChallenge(verifier) !== code.code_challenge) {
+            return errors.oauthInvalidGrant('code_verifier does not match the code_challenge.')
+          }
+          await q.query('update authorization_codes set used_at = now() where code_hash = $1', [codeHash])
+          const install = await app.installs.find(code.install_id, q)
+          if (install?.status !== 'active') return errors.oauthInvalidGrant('The install is no longer active.')
+          return tokenResponse(await issueTokens(q, install, codeHash))
+        })
+        if (result instanceof ApiError) throw result
+        return result
+      },
 
-    async refresh (client: App, refreshToken: string | undefined) {
-      if (!refreshToken) throw errors.oauthInvalidRequest('refresh_token is required.')
-      const hash = sha256(refreshToken)
-      const result = await db.tx(async (q): Promise<TokenResponse | ApiError> => {
-        const [t] = await q.query<RefreshRow>(
-          `select t.token_hash, t.install_id, t.client_id, t.code_hash, t.created_at, t.expires_at <= now() as expired,
-                  t.replaced_at, t.replaced_by, t.revoked_at,
+      async refresh (client: App, refreshToken: string | undefined) {
+        if (!refreshToken) throw errors.oauthInvalidRequest('refresh_token is required.')
+        const hash = sha256(refreshToken)
+        const result = await db.tx(async (q): Promise<TokenResponse | ApiError> => {
+          const [t] = await q.query<RefreshRow>(
+            `select t.token_hash, t.install_id, t.client_id, t.code_hash, t.created_at,
+                  t.expires_at <= now() as expired, t.replaced_at, t.replaced_by, t.revoked_at,
                   (t.replaced_at > now() - make_interval(secs => $2) and s.replaced_at is null) as in_grace
              from refresh_tokens t left join refresh_tokens s on s.token_hash = t.replaced_by
-            where t.token_hash = $1 for update of t`, [hash, REFRESH_GRACE_S])
-        const invalid = errors.oauthInvalidGrant('The refresh token is invalid, expired or revoked.')
-        if (!t || t.client_id !== client.clientId || t.revoked_at || t.expired) return invalid
-        if (client.keyDisabledAt && t.created_at <= client.keyDisabledAt) return invalid
-        if (t.replaced_at && !t.in_grace) {
-          // Reuse of a rotated-out token: somebody holds a copy. Revoke every refresh token of the install.
-          await q.query('update refresh_tokens set revoked_at = now() where install_id = $1 and revoked_at is null', [t.install_id])
-          return invalid
-        }
-        const install = await app.installs.find(t.install_id, q)
-        if (install?.status !== 'active') return invalid
-        if (t.replaced_by) {
-          // A retry within the grace window: the successor was never received, so it is replaced in turn.
-          await q.query('update refresh_tokens set revoked_at = now() where token_hash = $1', [t.replaced_by])
-        }
-        const issued = await issueTokens(q, install, t.code_hash)
-        await q.query(
-          'update refresh_tokens set replaced_at = coalesce(replaced_at, now()), replaced_by = $2 where token_hash = $1',
-          [hash, issued.hash])
-        return tokenResponse(issued)
-      })
-      if (result instanceof ApiError) throw result
-      return result
-    },
+            where t.token_hash = $1 for update of t`,
+            [hash, REFRESH_GRACE_S]
+          )
+          const invalid = errors.oauthInvalidGrant('The refresh token is invalid, expired or revoked.')
+          if (!t || t.client_id !== client.clientId || t.revoked_at || t.expired) return invalid
+          if (client.keyDisabledAt && t.created_at <= client.keyDisabledAt) return invalid
+          if (t.replaced_at && !t.in_grace) {
+            // Reuse of a rotated-out token: somebody holds a copy. Revoke every refresh token of the install.
+            await q.query('update refresh_tokens set revoked_at = now() where install_id = $1 and revoked_at is null', [
+              t.install_id
+            ])
+            return invalid
+          }
+          const install = await app.installs.find(t.install_id, q)
+          if (install?.status !== 'active') return invalid
+          if (t.replaced_by) {
+            // A retry within the grace window: the successor was never received, so it is replaced in turn.
+            await q.query('update refresh_tokens set revoked_at = now() where token_hash = $1', [t.replaced_by])
+          }
+          const issued = await issueTokens(q, install, t.code_hash)
+          await q.query(
+            `update refresh_tokens set replaced_at = coalesce(replaced_at, now()), replaced_by = $2
+              where token_hash = $1`,
+            [hash, issued.hash]
+          )
+          return tokenResponse(issued)
+        })
+        if (result instanceof ApiError) throw result
+        return result
+      },
 
-    async revoke (client: App, token: string) {
-      // RFC 7009: unknown tokens, access tokens and other clients' tokens are all answered 200 and left alone.
-      await db.query(
-        `update refresh_tokens set revoked_at = now()
+      async revoke (client: App, token: string) {
+        // RFC 7009: unknown tokens, access tokens and other clients' tokens are all answered 200 and left alone.
+        await db.query(
+          `update refresh_tokens set revoked_at = now()
           where revoked_at is null and client_id = $2
             and code_hash = (select code_hash from refresh_tokens where token_hash = $1 and client_id = $2)`,
-        [sha256(token), client.clientId])
-    }
-  })
-}, { name: 'oauth', dependencies: ['db', 'apps', 'installs', 'access-state', 'access-tokens'] })
+          [sha256(token), client.clientId]
+        )
+      }
+    })
+  },
+  { name: 'oauth', dependencies: ['db', 'apps', 'installs', 'access-state', 'access-tokens'] }
+)

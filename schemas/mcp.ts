@@ -4,56 +4,83 @@ import { ListQuery } from './webhooks.js'
 export const NoInput = Type.Object({}, { additionalProperties: false })
 
 export const TopicList = Type.Object({
-  topics: Type.Array(Type.Object({
-    name: Type.String(),
-    status: Type.Union([Type.Literal('emitted'), Type.Literal('planned')], { description: 'planned topics are accepted in subscriptions and never delivered yet' }),
-    description: Type.String()
-  }))
+  topics: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      status: Type.Union([Type.Literal('emitted'), Type.Literal('planned')], {
+        description: 'planned topics are accepted in subscriptions and never delivered yet'
+      }),
+      description: Type.String()
+    })
+  )
 })
 
 /** The REST listing's query, as tool arguments (no unknown members). */
 export const ListSubscriptionsInput = Type.Object(ListQuery.properties, { additionalProperties: false })
 
-export const SubscriptionIdInput = Type.Object({
-  subscription_id: Type.String({ minLength: 1, description: 'The subscription id (_id in the listing).' })
-}, { additionalProperties: false })
+export const SubscriptionIdInput = Type.Object(
+  {
+    subscription_id: Type.String({ minLength: 1, description: 'The subscription id (_id in the listing).' })
+  },
+  { additionalProperties: false }
+)
 
-export const ListDeliveriesInput = Type.Object({
-  subscription_id: Type.String({ minLength: 1 }),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, description: 'Default 50.' }))
-}, { additionalProperties: false })
+export const ListDeliveriesInput = Type.Object(
+  {
+    subscription_id: Type.String({ minLength: 1 }),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, description: 'Default 50.' }))
+  },
+  { additionalProperties: false }
+)
 
-export const VerifySignatureInput = Type.Object({
-  signing_secret: Type.String({ minLength: 1, description: 'The subscription\'s whsec_… secret.' }),
-  body: Type.String({ description: 'The raw request body exactly as received (UTF-8).' }),
-  signature: Type.String({ description: 'The X-Service-Signature header value.' })
-}, { additionalProperties: false })
+export const VerifySignatureInput = Type.Object(
+  {
+    signing_secret: Type.String({ minLength: 1, description: "The subscription's whsec_… secret." }),
+    body: Type.String({ description: 'The raw request body exactly as received (UTF-8).' }),
+    signature: Type.String({ description: 'The X-Service-Signature header value.' })
+  },
+  { additionalProperties: false }
+)
 
 export const VerifySignatureOutput = Type.Object({
   valid: Type.Boolean(),
-  expected_signature: Type.String({ description: 'Lowercase hex HMAC-SHA256 of body keyed with the secret: compare it with yours.' })
+  expected_signature: Type.String({
+    description: 'Lowercase hex HMAC-SHA256 of body keyed with the secret: compare it with yours.'
+  })
 })
 
-export const InvoiceIdInput = Type.Object({ invoice_id: Type.String({ minLength: 1 }) }, { additionalProperties: false })
+export const InvoiceIdInput = Type.Object(
+  { invoice_id: Type.String({ minLength: 1 }) },
+  { additionalProperties: false }
+)
 
-export const NotImplementedOutput = Type.Object({
-  error: Type.String(),
-  message: Type.String()
-}, { description: 'Until the accounting read routes are built, every call returns not_implemented (as an error result).' })
+export const NotImplementedOutput = Type.Object(
+  {
+    error: Type.String(),
+    message: Type.String()
+  },
+  {
+    description: 'Until the accounting read routes are built, every call returns not_implemented (as an error result).'
+  }
+)
 
 export const Catalog = Type.Object({
   name: Type.String(),
   version: Type.String(),
   protocol: Type.Object({ name: Type.Literal('mcp'), revision: Type.String() }),
   endpoint: Type.String(),
-  tools: Type.Array(Type.Object({
-    name: Type.String(),
-    title: Type.String(),
-    description: Type.String(),
-    inputSchema: Type.Record(Type.String(), Type.Unknown()),
-    outputSchema: Type.Record(Type.String(), Type.Unknown()),
-    annotations: Type.Record(Type.String(), Type.Unknown()),
-    requiredScopes: Type.Array(Type.String())
-  })),
-  resources: Type.Array(Type.Object({ uri: Type.String(), name: Type.String(), description: Type.String(), mimeType: Type.String() }))
+  tools: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      title: Type.String(),
+      description: Type.String(),
+      inputSchema: Type.Record(Type.String(), Type.Unknown()),
+      outputSchema: Type.Record(Type.String(), Type.Unknown()),
+      annotations: Type.Record(Type.String(), Type.Unknown()),
+      requiredScopes: Type.Array(Type.String())
+    })
+  ),
+  resources: Type.Array(
+    Type.Object({ uri: Type.String(), name: Type.String(), description: Type.String(), mimeType: Type.String() })
+  )
 })

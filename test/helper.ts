@@ -9,7 +9,9 @@ import { loadConfig, type Config } from '../plugins/config.js'
 type Test = { teardown(fn: () => unknown): void }
 
 // One RSA key for the whole test process: generating one per app would dominate the run time.
-export const SIGNING_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+export const SIGNING_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  .privateKey.export({ format: 'pem', type: 'pkcs8' })
+  .toString()
 export const ISSUER = 'http://gateway.test'
 export const REDIRECT_URI = 'https://app.example.com/callback'
 
@@ -59,7 +61,11 @@ export function testConfig (t: Test, env: Record<string, string | undefined> = {
 }
 
 /** Builds the app for one test and closes it when the test ends. */
-export async function build (t: Test, env: Record<string, string | undefined> = {}, opts: BuildOptions = {}): Promise<AppInstance> {
+export async function build (
+  t: Test,
+  env: Record<string, string | undefined> = {},
+  opts: BuildOptions = {}
+): Promise<AppInstance> {
   const app = await buildApp(testConfig(t, env), opts)
   t.teardown(() => app.close())
   await app.ready()
@@ -95,7 +101,6 @@ export interface InstallOptions {
   app?: { clientId: string, clientSecret: string, appSlug: string, ownerToken: string }
 }
 
-
 /** The whole journey through the public surfaces: register an app, consent, exchange the code. */
 export async function install (app: AppInstance, opts: InstallOptions = {}): Promise<Installed> {
   const orgRefId = opts.orgRefId ?? unique('org')
@@ -110,7 +115,12 @@ export async function install (app: AppInstance, opts: InstallOptions = {}): Pro
       method: 'POST',
       url: '/apps',
       headers: { authorization: `Bearer ${ownerToken}`, 'content-type': 'application/json' },
-      payload: JSON.stringify({ slug, name: 'Test App', redirect_uris: [REDIRECT_URI], scopes: opts.appScopes ?? ['invoices:read', 'bills:read', 'customers:read'] })
+      payload: JSON.stringify({
+        slug,
+        name: 'Test App',
+        redirect_uris: [REDIRECT_URI],
+        scopes: opts.appScopes ?? ['invoices:read', 'bills:read', 'customers:read']
+      })
     })
     if (res.statusCode !== 201) throw new Error(`register app: ${res.statusCode} ${res.body}`)
     const created = res.json()

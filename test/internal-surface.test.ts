@@ -27,12 +27,21 @@ t.test('app registration', async t => {
   const dev = app.userSessions.sign({ sub: unique('dev'), orgRefId: 'o', entityRefIds: [] })
   const slug = unique('ledger').replace('_', '-')
   const body = { slug, name: 'Ledger', redirect_uris: [REDIRECT_URI], scopes: ['invoices:read', 'bom:read'] }
-  const post = (b: unknown, token = dev) => app.inject({ method: 'POST', url: '/apps', headers: json(token), payload: JSON.stringify(b) })
+  const post = (b: unknown, token = dev) =>
+    app.inject({ method: 'POST', url: '/apps', headers: json(token), payload: JSON.stringify(b) })
 
   const created = await post(body)
   t.equal(created.statusCode, 201)
   const a = created.json()
-  t.same(Object.keys(a).sort(), ['app_slug', 'client_id', 'client_secret', 'created_at', 'name', 'redirect_uris', 'scopes'])
+  t.same(Object.keys(a).sort(), [
+    'app_slug',
+    'client_id',
+    'client_secret',
+    'created_at',
+    'name',
+    'redirect_uris',
+    'scopes'
+  ])
   t.equal(a.app_slug, slug)
   t.same(a.scopes, ['invoices:read', 'bom:read'], 'planned scopes may be registered')
   t.match(a.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
@@ -40,11 +49,23 @@ t.test('app registration', async t => {
   t.equal((await post(body)).statusCode, 409)
   t.equal((await post(body)).json().error, 'conflict')
 
-  const unknownScope = await post({ ...body, slug: unique('x').replace('_', '-'), scopes: ['invoices:read', 'invoices:write', 'root:all'] })
+  const unknownScope = await post({
+    ...body,
+    slug: unique('x').replace('_', '-'),
+    scopes: ['invoices:read', 'invoices:write', 'root:all']
+  })
   t.equal(unknownScope.statusCode, 400)
-  t.same(unknownScope.json(), { error: 'unknown_scope', message: 'Unknown scope: invoices:write, root:all', unknown: ['invoices:write', 'root:all'] })
+  t.same(unknownScope.json(), {
+    error: 'unknown_scope',
+    message: 'Unknown scope: invoices:write, root:all',
+    unknown: ['invoices:write', 'root:all']
+  })
 
-  const http = await post({ ...body, slug: unique('y').replace('_', '-'), redirect_uris: ['http://app.example.com/cb'] })
+  const http = await post({
+    ...body,
+    slug: unique('y').replace('_', '-'),
+    redirect_uris: ['http://app.example.com/cb']
+  })
   t.equal(http.statusCode, 400)
   t.equal(http.json().error, 'invalid_redirect_uri')
 
@@ -61,7 +82,11 @@ t.test('app registration', async t => {
   t.equal(list.json().apps[0].api_key_enabled, true)
 
   const stranger = app.userSessions.sign({ sub: unique('other'), orgRefId: 'o', entityRefIds: [] })
-  const theirs = await app.inject({ method: 'POST', url: `/apps/${a.client_id}/api-key/disable`, headers: bearer(stranger) })
+  const theirs = await app.inject({
+    method: 'POST',
+    url: `/apps/${a.client_id}/api-key/disable`,
+    headers: bearer(stranger)
+  })
   t.equal(theirs.statusCode, 404)
   t.equal(theirs.json().error, 'not_found')
   t.same((await app.inject({ method: 'GET', url: '/apps', headers: bearer(stranger) })).json(), { apps: [] })
@@ -70,12 +95,37 @@ t.test('app registration', async t => {
 t.test('installs of an entity, and uninstall by a user of that org only', async t => {
   const app = await build(t)
   const i = await install(app)
-  const list = await app.inject({ method: 'GET', url: `/orgs/${i.orgRefId}/entities/${i.entityRefId}/installs`, headers: bearer(i.userToken) })
+  const list = await app.inject({
+    method: 'GET',
+    url: `/orgs/${i.orgRefId}/entities/${i.entityRefId}/installs`,
+    headers: bearer(i.userToken)
+  })
   t.equal(list.statusCode, 200)
-  t.match(list.json(), { installs: [{ installId: i.installId, clientId: i.clientId, appSlug: i.appSlug, orgRefId: i.orgRefId, entityRefId: i.entityRefId, Status: 'active', uninstalledAt: null }] })
+  t.match(list.json(), {
+    installs: [
+      {
+        installId: i.installId,
+        clientId: i.clientId,
+        appSlug: i.appSlug,
+        orgRefId: i.orgRefId,
+        entityRefId: i.entityRefId,
+        Status: 'active',
+        uninstalledAt: null
+      }
+    ]
+  })
 
   const outsider = app.userSessions.sign({ sub: 'x', orgRefId: 'another-org', entityRefIds: [i.entityRefId] })
-  t.equal((await app.inject({ method: 'GET', url: `/orgs/${i.orgRefId}/entities/${i.entityRefId}/installs`, headers: bearer(outsider) })).statusCode, 403)
+  t.equal(
+    (
+      await app.inject({
+        method: 'GET',
+        url: `/orgs/${i.orgRefId}/entities/${i.entityRefId}/installs`,
+        headers: bearer(outsider)
+      })
+    ).statusCode,
+    403
+  )
   const del = await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(outsider) })
   t.equal(del.statusCode, 404, 'another org cannot uninstall, nor learn the install exists')
   t.equal((await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(i.accessToken) })).statusCode, 200)
@@ -83,8 +133,16 @@ t.test('installs of an entity, and uninstall by a user of that org only', async 
   const ok = await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })
   t.equal(ok.statusCode, 200)
   t.equal(ok.json().Status, 'uninstalled')
-  t.equal((await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })).statusCode, 404, 'twice')
-  const after = await app.inject({ method: 'GET', url: `/orgs/${i.orgRefId}/entities/${i.entityRefId}/installs`, headers: bearer(i.userToken) })
+  t.equal(
+    (await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })).statusCode,
+    404,
+    'twice'
+  )
+  const after = await app.inject({
+    method: 'GET',
+    url: `/orgs/${i.orgRefId}/entities/${i.entityRefId}/installs`,
+    headers: bearer(i.userToken)
+  })
   t.equal(after.json().installs[0].Status, 'uninstalled', 'the row is kept')
 })
 
@@ -115,7 +173,9 @@ t.test('hostile bodies get clear errors, never a 500', async t => {
   t.equal(res.statusCode, 400)
   t.equal(res.json().error, 'validation_error')
 
-  res = await send(JSON.stringify({ slug: 'ok-slug', name: 'n', redirect_uris: 'https://x', scopes: ['invoices:read'] }))
+  res = await send(
+    JSON.stringify({ slug: 'ok-slug', name: 'n', redirect_uris: 'https://x', scopes: ['invoices:read'] })
+  )
   t.equal(res.statusCode, 400, 'no type coercion of bodies')
   t.equal(res.json().error, 'validation_error')
 
@@ -126,7 +186,12 @@ t.test('hostile bodies get clear errors, never a 500', async t => {
   t.equal(res.statusCode, 404)
   t.same(res.json(), { error: 'not_found', message: 'No route GET /nothing.' })
 
-  const token = await app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/json' }, payload: '{{' })
+  const token = await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: { 'content-type': 'application/json' },
+    payload: '{{'
+  })
   t.equal(token.statusCode, 400)
 })
 
@@ -134,25 +199,42 @@ t.test('hostile input that reaches the database or the router still gets a catal
   const app = await build(t)
   const i = await install(app)
   const nul = await app.inject({
-    method: 'POST', url: '/apps', headers: { ...bearer(i.ownerToken), 'content-type': 'application/json' },
-    payload: JSON.stringify({ slug: 'nul-app', name: 'a\u0000b', redirect_uris: [REDIRECT_URI], scopes: ['invoices:read'] })
+    method: 'POST',
+    url: '/apps',
+    headers: { ...bearer(i.ownerToken), 'content-type': 'application/json' },
+    payload: JSON.stringify({
+      slug: 'nul-app',
+      name: 'a\u0000b',
+      redirect_uris: [REDIRECT_URI],
+      scopes: ['invoices:read']
+    })
   })
   t.equal(nul.statusCode, 400)
   t.equal(nul.json().error, 'validation_error')
   t.equal((await app.inject({ method: 'DELETE', url: '/installs/%00', headers: bearer(i.userToken) })).statusCode, 400)
   const token = await app.inject({
-    method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    method: 'POST',
+    url: '/oauth/token',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
     payload: 'grant_type=refresh_token&refresh_token=x&client_id=%00&client_secret=x'
   })
   t.equal(token.statusCode, 400)
   t.equal(token.json().error, 'invalid_request')
 
-  const badUrl = await app.inject({ method: 'GET', url: '/public/v1/me%zz?access_token=secret-ish', headers: { 'x-request-id': 'keep-me' } })
+  const badUrl = await app.inject({
+    method: 'GET',
+    url: '/public/v1/me%zz?access_token=secret-ish',
+    headers: { 'x-request-id': 'keep-me' }
+  })
   t.equal(badUrl.statusCode, 400)
   t.same(badUrl.json().error, 'validation_error')
   t.notMatch(badUrl.body, 'secret-ish', 'the URL is not echoed')
   t.equal(badUrl.headers['x-request-id'], 'keep-me')
-  const long = await app.inject({ method: 'GET', url: `/public/v1/orgs/o/entities/e/invoices/${'x'.repeat(600)}`, headers: bearer(i.accessToken) })
+  const long = await app.inject({
+    method: 'GET',
+    url: `/public/v1/orgs/o/entities/e/invoices/${'x'.repeat(600)}`,
+    headers: bearer(i.accessToken)
+  })
   t.equal(long.statusCode, 414)
   t.equal(long.json().error, 'uri_too_long')
   t.ok(long.headers['x-request-id'])
@@ -171,11 +253,19 @@ t.test('oversized headers over real HTTP get a JSON body and a request id', asyn
 t.test('a DELETE labelled JSON with an empty body is a DELETE without a body', async t => {
   const app = await build(t)
   const i = await install(app)
-  const res = await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: { ...bearer(i.userToken), 'content-type': 'application/json' }, payload: '' })
+  const res = await app.inject({
+    method: 'DELETE',
+    url: `/installs/${i.installId}`,
+    headers: { ...bearer(i.userToken), 'content-type': 'application/json' },
+    payload: ''
+  })
   t.equal(res.statusCode, 200)
   const poisoned = await app.inject({
-    method: 'POST', url: '/apps', headers: { ...bearer(i.ownerToken), 'content-type': 'application/json' },
-    payload: '{"slug":"p-app","name":"n","redirect_uris":["https://x.example/cb"],"scopes":["invoices:read"],"__proto__":{"x":1}}'
+    method: 'POST',
+    url: '/apps',
+    headers: { ...bearer(i.ownerToken), 'content-type': 'application/json' },
+    payload:
+      '{"slug":"p-app","name":"n","redirect_uris":["https://x.example/cb"],"scopes":["invoices:read"],"__proto__":{"x":1}}'
   })
   t.equal(poisoned.statusCode, 400, 'prototype poisoning is still refused')
 })

@@ -4,7 +4,12 @@ import { bearer, build, install } from './helper.js'
 
 t.test('no secret reaches the logs during the whole flow', async t => {
   const lines: string[] = []
-  const logStream = new Writable({ write (chunk, _enc, cb) { lines.push(chunk.toString()); cb() } })
+  const logStream = new Writable({
+    write (chunk, _enc, cb) {
+      lines.push(chunk.toString())
+      cb()
+    }
+  })
   const app = await build(t, { LOG_LEVEL: 'trace' }, { logStream })
 
   const i = await install(app)
@@ -12,9 +17,24 @@ t.test('no secret reaches the logs during the whole flow', async t => {
   const json = { 'content-type': 'application/json' }
   const creds = { client_id: i.clientId, client_secret: i.clientSecret }
 
-  const refreshed = await app.inject({ method: 'POST', url: '/oauth/token', headers: json, payload: JSON.stringify({ grant_type: 'refresh_token', refresh_token: i.refreshToken, ...creds }) })
+  const refreshed = await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: json,
+    payload: JSON.stringify({ grant_type: 'refresh_token', refresh_token: i.refreshToken, ...creds })
+  })
   secrets.push(refreshed.json().access_token, refreshed.json().refresh_token)
-  await app.inject({ method: 'POST', url: '/oauth/token', headers: json, payload: JSON.stringify({ grant_type: 'refresh_token', refresh_token: 'mrt_guess', client_id: i.clientId, client_secret: 'wrong-secret-value' }) })
+  await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    headers: json,
+    payload: JSON.stringify({
+      grant_type: 'refresh_token',
+      refresh_token: 'mrt_guess',
+      client_id: i.clientId,
+      client_secret: 'wrong-secret-value'
+    })
+  })
   secrets.push('wrong-secret-value')
   await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(refreshed.json().access_token) })
   await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer('forged.token.value') })
@@ -29,7 +49,12 @@ t.test('no secret reaches the logs during the whole flow', async t => {
   secrets.push('leaked-code-123', 'leaked-token-456')
   await app.inject({ method: 'GET', url: '/public/v1/me?access%5Ftoken=encoded-name-789&CODE%3D=upper-case-000' })
   secrets.push('encoded-name-789', 'upper-case-000')
-  await app.inject({ method: 'POST', url: '/oauth/revoke', headers: json, payload: JSON.stringify({ token: refreshed.json().refresh_token, ...creds }) })
+  await app.inject({
+    method: 'POST',
+    url: '/oauth/revoke',
+    headers: json,
+    payload: JSON.stringify({ token: refreshed.json().refresh_token, ...creds })
+  })
 
   // The authorization codes themselves, taken from the redirects, must not be logged either.
   const log = lines.join('')

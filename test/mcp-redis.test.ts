@@ -5,7 +5,12 @@ import { build } from './helper.js'
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 async function redisUp (): Promise<boolean> {
-  const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 500, retryStrategy: () => null })
+  const probe = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 500,
+    retryStrategy: () => null
+  })
   probe.on('error', () => {})
   try {
     await probe.connect()
@@ -20,7 +25,12 @@ async function redisUp (): Promise<boolean> {
 
 const skip = (await redisUp()) ? false : `Redis is not reachable at ${REDIS_URL} (CI starts it)`
 const ACCEPT = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
-const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } })
+const initialize = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } }
+})
 
 t.test('with REDIS_URL, two instances share the per-IP count', { skip }, async t => {
   // Counters outlive a run by up to a minute: start from zero.

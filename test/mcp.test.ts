@@ -14,27 +14,40 @@ async function serve (t: Test, env: Record<string, string> = {}): Promise<{ app:
 
 async function connect (t: Test, base: string, token?: string): Promise<Client> {
   const client = new Client({ name: 'tap', version: '1.0.0' })
-  const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), token ? { requestInit: { headers: bearer(token) } } : {})
+  const transport = new StreamableHTTPClientTransport(
+    new URL(`${base}/mcp`),
+    token ? { requestInit: { headers: bearer(token) } } : {}
+  )
   await client.connect(transport)
   t.teardown(() => client.close())
   return client
 }
 
 const ACCEPT = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }
-const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }
+const initialize = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } }
+}
 
 async function rawSession (base: string, headers: Record<string, string> = {}): Promise<string> {
-  const res = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...ACCEPT, ...headers }, body: JSON.stringify(initialize) })
+  const res = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, ...headers },
+    body: JSON.stringify(initialize)
+  })
   if (res.status !== 200) throw new Error(`initialize: ${res.status} ${await res.text()}`)
   await res.text()
   return res.headers.get('mcp-session-id')!
 }
 
-const ping = (base: string, session: string, headers: Record<string, string> = {}) => fetch(`${base}/mcp`, {
-  method: 'POST',
-  headers: { ...ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25', ...headers },
-  body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' })
-})
+const ping = (base: string, session: string, headers: Record<string, string> = {}) =>
+  fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25', ...headers },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' })
+  })
 
 t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami = /me', async t => {
   const { app, base } = await serve(t)
@@ -43,19 +56,43 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
 
   t.match(client.getServerVersion(), { name: 'marketplace-gateway', version: '0.7.0' })
   const { tools } = await client.listTools()
-  const catalog = await (await fetch(`${base}/catalog.json`)).json() as any
-  t.same(tools, catalog.tools.map(({ requiredScopes: _r, ...tool }: Record<string, unknown>) => tool), 'tools/list matches the catalog exactly')
+  const catalog = (await (await fetch(`${base}/catalog.json`)).json()) as any
+  t.same(
+    tools,
+    catalog.tools.map(({ requiredScopes: _r, ...tool }: Record<string, unknown>) => tool),
+    'tools/list matches the catalog exactly'
+  )
   t.same(tools.map(tool => tool.name).sort(), [
-    'create_webhook_subscription', 'delete_webhook_subscription', 'get_invoice', 'list_bills', 'list_customers', 'list_invoices',
-    'list_webhook_deliveries', 'list_webhook_subscriptions', 'list_webhook_topics', 'verify_webhook_signature', 'whoami'
+    'create_webhook_subscription',
+    'delete_webhook_subscription',
+    'get_invoice',
+    'list_bills',
+    'list_customers',
+    'list_invoices',
+    'list_webhook_deliveries',
+    'list_webhook_subscriptions',
+    'list_webhook_topics',
+    'verify_webhook_signature',
+    'whoami'
   ])
   for (const tool of tools) {
     t.ok(tool.title && tool.description, `${tool.name}: title and description`)
     t.equal(tool.inputSchema.type, 'object', `${tool.name}: input schema`)
     t.equal(tool.outputSchema?.type, 'object', `${tool.name}: output schema`)
-    t.same(Object.keys(tool.annotations ?? {}).sort(), ['destructiveHint', 'idempotentHint', 'openWorldHint', 'readOnlyHint', 'title'])
+    t.same(Object.keys(tool.annotations ?? {}).sort(), [
+      'destructiveHint',
+      'idempotentHint',
+      'openWorldHint',
+      'readOnlyHint',
+      'title'
+    ])
   }
-  t.match(catalog, { name: 'marketplace-gateway', version: '0.7.0', protocol: { name: 'mcp', revision: '2025-11-25' }, endpoint: /\/mcp$/ })
+  t.match(catalog, {
+    name: 'marketplace-gateway',
+    version: '0.7.0',
+    protocol: { name: 'mcp', revision: '2025-11-25' },
+    endpoint: /\/mcp$/
+  })
   t.same(catalog.tools.find((x: { name: string }) => x.name === 'list_bills').requiredScopes, ['bills:read'])
 
   const whoami = await client.callTool({ name: 'whoami', arguments: {} })
@@ -64,17 +101,33 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
   t.same(JSON.parse((whoami.content as Array<{ text: string }>)[0]!.text), me.json(), 'with a text copy')
 
   const { resources } = await client.listResources()
-  t.same(resources.map(r => r.uri).sort(), ['marketplace://docs/webhooks.md', 'marketplace://openapi.json', 'marketplace://scopes', 'marketplace://webhooks/topics'])
+  t.same(resources.map(r => r.uri).sort(), [
+    'marketplace://docs/webhooks.md',
+    'marketplace://openapi.json',
+    'marketplace://scopes',
+    'marketplace://webhooks/topics'
+  ])
   t.same(resources, catalog.resources)
   const openapi = await client.readResource({ uri: 'marketplace://openapi.json' })
   t.equal(JSON.parse((openapi.contents[0] as { text: string }).text).openapi, '3.1.0')
   await t.rejects(client.readResource({ uri: 'marketplace://nope' }), /not found/i)
 
-  const card = await (await fetch(`${base}/.well-known/agent.json`)).json() as any
+  const card = (await (await fetch(`${base}/.well-known/agent.json`)).json()) as any
   t.same(card, await (await fetch(`${base}/.well-known/agent-card.json`)).json())
-  t.match(card, { name: 'marketplace-gateway', version: '0.7.0', url: /\/mcp$/, defaultInputModes: Array, defaultOutputModes: Array, capabilities: Object })
-  t.same(card.skills.map((s: { id: string }) => s.id), tools.map(x => x.name), 'one skill per tool')
-  const prm = await (await fetch(`${base}/.well-known/oauth-protected-resource`)).json() as any
+  t.match(card, {
+    name: 'marketplace-gateway',
+    version: '0.7.0',
+    url: /\/mcp$/,
+    defaultInputModes: Array,
+    defaultOutputModes: Array,
+    capabilities: Object
+  })
+  t.same(
+    card.skills.map((s: { id: string }) => s.id),
+    tools.map(x => x.name),
+    'one skill per tool'
+  )
+  const prm = (await (await fetch(`${base}/.well-known/oauth-protected-resource`)).json()) as any
   t.match(prm, { resource: /\/mcp$/, authorization_servers: ['http://gateway.test'] })
 })
 
@@ -82,33 +135,75 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
   const { app, base } = await serve(t)
   const good = await install(app)
   const limited = await install(app, { appScopes: ['bom:read'] })
-  const clients = { none: await connect(t, base), limited: await connect(t, base, limited.accessToken), good: await connect(t, base, good.accessToken) }
+  const clients = {
+    none: await connect(t, base),
+    limited: await connect(t, base, limited.accessToken),
+    good: await connect(t, base, good.accessToken)
+  }
   // Agents list the tools first; the SDK client then checks every result against the tool's output schema.
   for (const client of Object.values(clients)) await client.listTools()
   const errorOf = (r: Record<string, unknown>) => JSON.parse((r.content as Array<{ text: string }>)[0]!.text)
 
-  const created = await clients.good.callTool({ name: 'create_webhook_subscription', arguments: { topics: ['invoice.paid'], target_url: 'https://hooks.example.com/mcp' } })
+  const created = await clients.good.callTool({
+    name: 'create_webhook_subscription',
+    arguments: { topics: ['invoice.paid'], target_url: 'https://hooks.example.com/mcp' }
+  })
   t.notOk(created.isError)
   const subId = (created.structuredContent as { id: string }).id
-  t.match(created.structuredContent, { id: /^whs_/, topics: ['invoice.paid'], target_url: 'https://hooks.example.com/mcp', signing_secret: /^whsec_/ })
-  const rest = await app.inject({ method: 'GET', url: `/public/v1/orgs/${good.orgRefId}/entities/${good.entityRefId}/webhooks`, headers: bearer(good.accessToken) })
-  t.same(rest.json().subscriptions.map((s: { _id: string }) => s._id), [subId], 'a webhook created through MCP shows up in the REST listing')
+  t.match(created.structuredContent, {
+    id: /^whs_/,
+    topics: ['invoice.paid'],
+    target_url: 'https://hooks.example.com/mcp',
+    signing_secret: /^whsec_/
+  })
+  const rest = await app.inject({
+    method: 'GET',
+    url: `/public/v1/orgs/${good.orgRefId}/entities/${good.entityRefId}/webhooks`,
+    headers: bearer(good.accessToken)
+  })
+  t.same(
+    rest.json().subscriptions.map((s: { _id: string }) => s._id),
+    [subId],
+    'a webhook created through MCP shows up in the REST listing'
+  )
 
   const T = '/public/v1/orgs/{orgId}/entities/{entityId}'
-  const calls: Record<string, { args: Record<string, unknown>, scope?: string, public?: boolean, good: (r: Record<string, unknown>) => void }> = {
+  const calls: Record<
+    string,
+    { args: Record<string, unknown>, scope?: string, public?: boolean, good: (r: Record<string, unknown>) => void }
+  > = {
     whoami: { args: {}, good: r => t.equal(r.install_id, good.installId) },
-    list_webhook_topics: { args: {}, public: true, good: r => t.match(r, { topics: [{ name: 'invoice.paid', status: 'emitted' }] }) },
+    list_webhook_topics: {
+      args: {},
+      public: true,
+      good: r => t.match(r, { topics: [{ name: 'invoice.paid', status: 'emitted' }] })
+    },
     list_webhook_subscriptions: { args: {}, good: r => t.match(r, { subscriptions: [{ _id: subId }] }) },
-    create_webhook_subscription: { args: { topics: ['bill.created'], target_url: 'https://hooks.example.com/2' }, good: r => t.match(r, { topics: ['bill.created'] }) },
+    create_webhook_subscription: {
+      args: { topics: ['bill.created'], target_url: 'https://hooks.example.com/2' },
+      good: r => t.match(r, { topics: ['bill.created'] })
+    },
     list_webhook_deliveries: { args: { subscription_id: subId }, good: r => t.same(r, { attempts: [] }) },
     delete_webhook_subscription: { args: { subscription_id: subId }, good: r => t.same(r, { ok: true, modified: 1 }) },
     verify_webhook_signature: {
-      args: { signing_secret: "It's a Secret to Everybody", body: 'Hello, World!', signature: '757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17' },
+      args: {
+        signing_secret: "It's a Secret to Everybody",
+        body: 'Hello, World!',
+        signature: '757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17'
+      },
       public: true,
       good: r => t.equal(r.valid, true)
     },
-    list_invoices: { args: {}, scope: 'invoices:read', good: r => t.same(r, { error: 'not_implemented', message: `GET ${T}/invoices is not implemented yet.` }) },
-    get_invoice: { args: { invoice_id: 'inv_1' }, scope: 'invoices:read', good: r => t.same(r, { error: 'not_implemented', message: `GET ${T}/invoices/{id} is not implemented yet.` }) },
+    list_invoices: {
+      args: {},
+      scope: 'invoices:read',
+      good: r => t.same(r, { error: 'not_implemented', message: `GET ${T}/invoices is not implemented yet.` })
+    },
+    get_invoice: {
+      args: { invoice_id: 'inv_1' },
+      scope: 'invoices:read',
+      good: r => t.same(r, { error: 'not_implemented', message: `GET ${T}/invoices/{id} is not implemented yet.` })
+    },
     list_bills: { args: {}, scope: 'bills:read', good: r => t.equal(r.error, 'not_implemented') },
     list_customers: { args: {}, scope: 'customers:read', good: r => t.equal(r.error, 'not_implemented') }
   }
@@ -118,13 +213,24 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
       t.notOk(anonymous.isError, `${name} works without a token`)
     } else {
       t.equal(anonymous.isError, true, `${name} without a token is a tool error`)
-      t.notOk(anonymous.structuredContent, 'errors carry no structuredContent (it would have to match the output schema)')
-      t.match(errorOf(anonymous), { error: 'invalid_token', message: /access token/ }, `${name}: the error names the missing token`)
+      t.notOk(
+        anonymous.structuredContent,
+        'errors carry no structuredContent (it would have to match the output schema)'
+      )
+      t.match(
+        errorOf(anonymous),
+        { error: 'invalid_token', message: /access token/ },
+        `${name}: the error names the missing token`
+      )
     }
     const partial = await clients.limited.callTool({ name, arguments: c.args })
     if (c.scope) {
       t.equal(partial.isError, true, `${name} without ${c.scope}`)
-      t.same(errorOf(partial), { error: 'insufficient_scope', message: `Missing scope: ${c.scope}`, required: [c.scope] })
+      t.same(errorOf(partial), {
+        error: 'insufficient_scope',
+        message: `Missing scope: ${c.scope}`,
+        required: [c.scope]
+      })
     } else if (name !== 'list_webhook_deliveries' && name !== 'delete_webhook_subscription') {
       t.notOk(partial.isError, `${name} needs no scope`)
     }
@@ -132,12 +238,22 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
     t.equal(full.isError === true, Boolean(c.scope), `${name} with a good token`)
     c.good((full.isError ? errorOf(full) : full.structuredContent) as Record<string, unknown>)
   }
-  const other = await clients.limited.callTool({ name: 'delete_webhook_subscription', arguments: { subscription_id: subId } })
+  const other = await clients.limited.callTool({
+    name: 'delete_webhook_subscription',
+    arguments: { subscription_id: subId }
+  })
   t.same(other.structuredContent, { ok: true, modified: 0 }, "another install's subscription is out of reach")
-  const bad = await clients.good.callTool({ name: 'create_webhook_subscription', arguments: { topics: ['nope'], target_url: 'http://x' } })
+  const bad = await clients.good.callTool({
+    name: 'create_webhook_subscription',
+    arguments: { topics: ['nope'], target_url: 'http://x' }
+  })
   t.equal(bad.isError, true)
   t.match(errorOf(bad), { error: 'unknown_topic', unknown: ['nope'] })
-  await t.rejects(clients.good.callTool({ name: 'no_such_tool', arguments: {} }), /Unknown tool: no_such_tool/, 'an unknown tool is a JSON-RPC error')
+  await t.rejects(
+    clients.good.callTool({ name: 'no_such_tool', arguments: {} }),
+    /Unknown tool: no_such_tool/,
+    'an unknown tool is a JSON-RPC error'
+  )
   const invalid = await clients.good.callTool({ name: 'get_invoice', arguments: { invoice: 1 } })
   t.equal(invalid.isError, true)
   t.match(errorOf(invalid), { error: 'validation_error' }, 'arguments are checked against the input schema')
@@ -145,12 +261,16 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
 
 t.test('sessions: active_sessions up, down on DELETE, down on idle expiry', async t => {
   const { base } = await serve(t, { MCP_SESSION_IDLE_MINUTES: '0.01' })
-  const sessions = async () => ((await (await fetch(`${base}/health`)).json()) as { active_sessions: number }).active_sessions
+  const sessions = async () =>
+    ((await (await fetch(`${base}/health`)).json()) as { active_sessions: number }).active_sessions
   t.equal(await sessions(), 0)
   const a = await rawSession(base)
   const b = await rawSession(base)
   t.equal(await sessions(), 2)
-  const del = await fetch(`${base}/mcp`, { method: 'DELETE', headers: { 'mcp-session-id': a, 'mcp-protocol-version': '2025-11-25' } })
+  const del = await fetch(`${base}/mcp`, {
+    method: 'DELETE',
+    headers: { 'mcp-session-id': a, 'mcp-protocol-version': '2025-11-25' }
+  })
   t.equal(del.status, 200)
   t.equal(await sessions(), 1, 'down on DELETE')
   t.equal((await ping(base, a)).status, 404, 'a closed session is unknown')
@@ -165,7 +285,11 @@ t.test('transport errors, tokens, Host and Origin', async t => {
   const unknown = await ping(base, 'no-such-session')
   t.equal(unknown.status, 404)
   t.same(await unknown.json(), { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found.' }, id: null })
-  const noSession = await fetch(`${base}/mcp`, { method: 'POST', headers: ACCEPT, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) })
+  const noSession = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: ACCEPT,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' })
+  })
   t.equal(noSession.status, 400)
   t.match(await noSession.json(), { jsonrpc: '2.0', error: { code: -32000 }, id: null })
   const malformed = await fetch(`${base}/mcp`, { method: 'POST', headers: ACCEPT, body: '{"jsonrpc":' })
@@ -174,28 +298,52 @@ t.test('transport errors, tokens, Host and Origin', async t => {
   const array = await fetch(`${base}/mcp`, { method: 'POST', headers: ACCEPT, body: '[]' })
   t.equal(array.status, 400)
 
-  const forged = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...ACCEPT, authorization: 'Bearer not.a.token' }, body: JSON.stringify(initialize) })
+  const forged = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, authorization: 'Bearer not.a.token' },
+    body: JSON.stringify(initialize)
+  })
   t.equal(forged.status, 401)
-  t.match(forged.headers.get('www-authenticate'), /^Bearer resource_metadata="http:\/\/127\.0\.0\.1:3000\/\.well-known\/oauth-protected-resource", error="invalid_token"/)
+  const metadata = 'http://127\\.0\\.0\\.1:3000/\\.well-known/oauth-protected-resource'
+  const challenge = new RegExp(`^Bearer resource_metadata="${metadata}", error="invalid_token"`)
+  t.match(forged.headers.get('www-authenticate'), challenge)
   t.same(await forged.json(), { error: 'invalid_token', message: 'Invalid access token.' })
   await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })
-  const uninstalled = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...ACCEPT, ...bearer(i.accessToken) }, body: JSON.stringify(initialize) })
+  const uninstalled = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, ...bearer(i.accessToken) },
+    body: JSON.stringify(initialize)
+  })
   t.equal(uninstalled.status, 401, 'the whole public pipeline runs')
   t.equal(((await uninstalled.json()) as { message: string }).message, 'Install is not active.')
 
   // fetch will not send a forged Host header; node:http will.
   const evilHost = await new Promise<number>((resolve, reject) => {
-    const req = request(`${base}/mcp`, { method: 'POST', headers: { ...ACCEPT, host: 'evil.example:80' } }, res => { res.resume(); resolve(res.statusCode!) })
+    const req = request(`${base}/mcp`, { method: 'POST', headers: { ...ACCEPT, host: 'evil.example:80' } }, res => {
+      res.resume()
+      resolve(res.statusCode!)
+    })
     req.on('error', reject)
     req.end(JSON.stringify(initialize))
   })
   t.equal(evilHost, 403, 'a foreign Host header (DNS rebinding)')
-  const evilOrigin = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...ACCEPT, origin: 'http://evil.example' }, body: JSON.stringify(initialize) })
+  const evilOrigin = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, origin: 'http://evil.example' },
+    body: JSON.stringify(initialize)
+  })
   t.equal(evilOrigin.status, 403)
-  const goodOrigin = await fetch(`${base}/mcp`, { method: 'POST', headers: { ...ACCEPT, origin: 'http://127.0.0.1:3000' }, body: JSON.stringify(initialize) })
+  const goodOrigin = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, origin: 'http://127.0.0.1:3000' },
+    body: JSON.stringify(initialize)
+  })
   t.equal(goodOrigin.status, 200, 'MCP_ALLOWED_ORIGINS defaults to the origin of MCP_BASE_URL')
   t.equal(goodOrigin.headers.get('access-control-allow-origin'), 'http://127.0.0.1:3000')
-  const preflight = await fetch(`${base}/mcp`, { method: 'OPTIONS', headers: { origin: 'http://127.0.0.1:3000', 'access-control-request-method': 'POST' } })
+  const preflight = await fetch(`${base}/mcp`, {
+    method: 'OPTIONS',
+    headers: { origin: 'http://127.0.0.1:3000', 'access-control-request-method': 'POST' }
+  })
   t.equal(preflight.status, 204, 'CORS preflight for an allowed origin')
   t.match(preflight.headers.get('access-control-allow-headers'), 'mcp-session-id')
 
@@ -212,7 +360,11 @@ t.test('transport errors, tokens, Host and Origin', async t => {
     headers: { ...ACCEPT, 'mcp-session-id': owned, 'mcp-protocol-version': '2025-11-25', ...bearer(j.accessToken) },
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'whoami', arguments: 'x' } })
   })
-  t.same(await badParams.json(), { jsonrpc: '2.0', id: 9, error: { code: -32602, message: 'Invalid params: params.arguments must be an object.' } })
+  t.same(await badParams.json(), {
+    jsonrpc: '2.0',
+    id: 9,
+    error: { code: -32602, message: 'Invalid params: params.arguments must be an object.' }
+  })
 })
 
 t.test('rate limits: 60 a minute per session, 120 a minute per IP', async t => {
@@ -246,12 +398,16 @@ t.test('the GET event stream opens, and closing the app ends it', async t => {
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
   const session = await rawSession(base)
-  await (await fetch(`${base}/mcp`, {
-    method: 'POST',
-    headers: { ...ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
-    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })
-  })).text()
-  const stream = await fetch(`${base}/mcp`, { headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' } })
+  await (
+    await fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: { ...ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })
+    })
+  ).text()
+  const stream = await fetch(`${base}/mcp`, {
+    headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }
+  })
   t.equal(stream.status, 200)
   t.match(stream.headers.get('content-type'), /^text\/event-stream/)
   const started = Date.now()

@@ -3,11 +3,21 @@ import { bearer, build, install, pkcePair, REDIRECT_URI, unique } from './helper
 import type { AppInstance } from '../app.js'
 
 const jsonPost = (app: AppInstance, url: string, body: unknown, headers: Record<string, string> = {}) =>
-  app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(body) })
+  app.inject({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify(body)
+  })
 
 async function registerApp (app: AppInstance, scopes = ['invoices:read', 'bills:read']) {
   const ownerToken = app.userSessions.sign({ sub: unique('dev'), orgRefId: 'devorg', entityRefIds: [] })
-  const res = await jsonPost(app, '/apps', { slug: unique('app').replace('_', '-'), name: 'Ledger Sync', redirect_uris: [REDIRECT_URI], scopes }, bearer(ownerToken))
+  const res = await jsonPost(
+    app,
+    '/apps',
+    { slug: unique('app').replace('_', '-'), name: 'Ledger Sync', redirect_uris: [REDIRECT_URI], scopes },
+    bearer(ownerToken)
+  )
   const body = res.json()
   return { clientId: body.client_id as string, clientSecret: body.client_secret as string, ownerToken }
 }
@@ -26,13 +36,21 @@ t.test('authorization request', async t => {
   const query = (over: Record<string, string | undefined> = {}) => {
     const p = new URLSearchParams()
     const all: Record<string, string | undefined> = {
-      client_id: client.clientId, redirect_uri: REDIRECT_URI, scope: 'invoices:read', state: 'st<1>', code_challenge: challenge,
-      code_challenge_method: 'S256', org_ref_id: user.org, entity_ref_id: user.entity, ...over
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'invoices:read',
+      state: 'st<1>',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      org_ref_id: user.org,
+      entity_ref_id: user.entity,
+      ...over
     }
     for (const [k, v] of Object.entries(all)) if (v !== undefined) p.set(k, v)
     return '/oauth/authorize?' + p.toString()
   }
-  const get = (url: string, headers: Record<string, string> = bearer(user.token)) => app.inject({ method: 'GET', url, headers })
+  const get = (url: string, headers: Record<string, string> = bearer(user.token)) =>
+    app.inject({ method: 'GET', url, headers })
 
   await t.test('shows the consent page to a member, from the cookie or the header', async t => {
     for (const headers of [bearer(user.token), { cookie: `other=1; session=${user.token}` }]) {
@@ -54,7 +72,11 @@ t.test('authorization request', async t => {
   await t.test('errors that must not redirect', async t => {
     let res = await get(query({ client_id: 'app_nope' }))
     t.equal(res.statusCode, 400)
-    t.same(res.json(), { error: 'invalid_request', message: 'Unknown client_id.', error_description: 'Unknown client_id.' })
+    t.same(res.json(), {
+      error: 'invalid_request',
+      message: 'Unknown client_id.',
+      error_description: 'Unknown client_id.'
+    })
     res = await get(query({ redirect_uri: 'https://evil.example/cb' }))
     t.equal(res.statusCode, 400)
     t.equal(res.json().error, 'invalid_request')
@@ -96,13 +118,20 @@ t.test('authorization request', async t => {
       method: 'POST',
       url: '/oauth/authorize',
       headers: { ...bearer(user.token), 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ ...Object.fromEntries(new URL('http://x' + query()).searchParams), decision: 'deny' }).toString()
+      payload: new URLSearchParams({
+        ...Object.fromEntries(new URL('http://x' + query()).searchParams),
+        decision: 'deny'
+      }).toString()
     })
     t.equal(res.statusCode, 302)
     const loc = new URL(res.headers.location as string)
     t.equal(loc.searchParams.get('error'), 'access_denied')
     t.equal(loc.searchParams.get('state'), 'st<1>')
-    const installs = await app.inject({ method: 'GET', url: `/orgs/${user.org}/entities/${user.entity}/installs`, headers: bearer(user.token) })
+    const installs = await app.inject({
+      method: 'GET',
+      url: `/orgs/${user.org}/entities/${user.entity}/installs`,
+      headers: bearer(user.token)
+    })
     t.same(installs.json(), { installs: [] })
   })
 
@@ -121,7 +150,12 @@ t.test('authorization request', async t => {
     const same = await app.inject({
       method: 'POST',
       url: '/oauth/authorize',
-      headers: { cookie: `session=${user.token}`, 'content-type': 'application/x-www-form-urlencoded', origin: 'http://gateway.test', 'sec-fetch-site': 'same-origin' },
+      headers: {
+        cookie: `session=${user.token}`,
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: 'http://gateway.test',
+        'sec-fetch-site': 'same-origin'
+      },
       payload: new URLSearchParams(params).toString()
     })
     t.equal(same.statusCode, 302)
@@ -129,7 +163,12 @@ t.test('authorization request', async t => {
   })
 
   await t.test('the decision must be allow or deny', async t => {
-    const res = await jsonPost(app, '/oauth/authorize', { client_id: client.clientId, decision: 'maybe' }, bearer(user.token))
+    const res = await jsonPost(
+      app,
+      '/oauth/authorize',
+      { client_id: client.clientId, decision: 'maybe' },
+      bearer(user.token)
+    )
     t.equal(res.statusCode, 400)
     t.equal(res.json().error, 'validation_error')
   })
@@ -141,10 +180,20 @@ t.test('token endpoint: authorization_code grant', async t => {
   const user = userFor(app)
 
   async function code (challenge: string): Promise<string> {
-    const res = await jsonPost(app, '/oauth/authorize', {
-      client_id: client.clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256',
-      org_ref_id: user.org, entity_ref_id: user.entity, decision: 'allow'
-    }, bearer(user.token))
+    const res = await jsonPost(
+      app,
+      '/oauth/authorize',
+      {
+        client_id: client.clientId,
+        redirect_uri: REDIRECT_URI,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        org_ref_id: user.org,
+        entity_ref_id: user.entity,
+        decision: 'allow'
+      },
+      bearer(user.token)
+    )
     return new URL(res.headers.location as string).searchParams.get('code')!
   }
   const creds = { client_id: client.clientId, client_secret: client.clientSecret }
@@ -155,10 +204,23 @@ t.test('token endpoint: authorization_code grant', async t => {
     t.equal(res.statusCode, 401)
     t.equal(res.json().error, 'invalid_client')
     t.equal(res.headers['cache-control'], 'no-store')
-    res = await jsonPost(app, '/oauth/token', { grant_type: 'authorization_code', client_id: client.clientId, client_secret: 'wrong' })
+    res = await jsonPost(app, '/oauth/token', {
+      grant_type: 'authorization_code',
+      client_id: client.clientId,
+      client_secret: 'wrong'
+    })
     t.equal(res.statusCode, 401)
-    t.same(res.json(), { error: 'invalid_client', message: 'Client authentication failed.', error_description: 'Client authentication failed.' })
-    res = await jsonPost(app, '/oauth/token', { grant_type: 'authorization_code' }, { authorization: 'Basic ' + Buffer.from(`${client.clientId}:nope`).toString('base64') })
+    t.same(res.json(), {
+      error: 'invalid_client',
+      message: 'Client authentication failed.',
+      error_description: 'Client authentication failed.'
+    })
+    res = await jsonPost(
+      app,
+      '/oauth/token',
+      { grant_type: 'authorization_code' },
+      { authorization: 'Basic ' + Buffer.from(`${client.clientId}:nope`).toString('base64') }
+    )
     t.equal(res.statusCode, 401)
     t.equal(res.headers['www-authenticate'], 'Basic realm="oauth"')
     res = await jsonPost(app, '/oauth/token', { grant_type: 'authorization_code', ...creds }, { authorization: basic })
@@ -167,17 +229,29 @@ t.test('token endpoint: authorization_code grant', async t => {
   })
 
   await t.test('request errors', async t => {
-    const empty = await app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/json' }, payload: '' })
+    const empty = await app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/json' },
+      payload: ''
+    })
     t.equal(empty.statusCode, 400)
     t.equal(empty.json().error, 'invalid_request', 'an empty body')
     t.equal(empty.headers['cache-control'], 'no-store')
     const repeated = await app.inject({
-      method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: `grant_type=refresh_token&grant_type=refresh_token&refresh_token=x&client_id=${client.clientId}&client_secret=${client.clientSecret}`
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'grant_type=refresh_token&grant_type=refresh_token&refresh_token=x' +
+      `&client_id=${client.clientId}&client_secret=${client.clientSecret}`
     })
     t.equal(repeated.json().error, 'invalid_request', 'a repeated parameter (RFC 6749 3.2)')
     t.equal((await jsonPost(app, '/oauth/token', { grant_type: 5, ...creds })).json().error, 'invalid_request')
-    t.equal((await jsonPost(app, '/oauth/revoke', { ...creds })).json().error, 'invalid_request', 'revoke without token')
+    t.equal(
+      (await jsonPost(app, '/oauth/revoke', { ...creds })).json().error,
+      'invalid_request',
+      'revoke without token'
+    )
     let res = await jsonPost(app, '/oauth/token', { ...creds })
     t.equal(res.statusCode, 400)
     t.equal(res.json().error, 'invalid_request')
@@ -187,7 +261,13 @@ t.test('token endpoint: authorization_code grant', async t => {
     res = await jsonPost(app, '/oauth/token', { grant_type: 'authorization_code', ...creds })
     t.equal(res.statusCode, 400)
     t.equal(res.json().error, 'invalid_request')
-    res = await jsonPost(app, '/oauth/token', { grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT_URI, code_verifier: 'short', ...creds })
+    res = await jsonPost(app, '/oauth/token', {
+      grant_type: 'authorization_code',
+      code: 'x',
+      redirect_uri: REDIRECT_URI,
+      code_verifier: 'short',
+      ...creds
+    })
     t.equal(res.statusCode, 400)
     t.equal(res.json().error, 'invalid_request')
   })
@@ -195,7 +275,13 @@ t.test('token endpoint: authorization_code grant', async t => {
   await t.test('grant errors', async t => {
     const { verifier, challenge } = pkcePair()
     const c = await code(challenge)
-    const body = { grant_type: 'authorization_code', code: c, redirect_uri: REDIRECT_URI, code_verifier: verifier, ...creds }
+    const body = {
+      grant_type: 'authorization_code',
+      code: c,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+      ...creds
+    }
     const bad = async (over: Record<string, string>, why: string) => {
       const res = await jsonPost(app, '/oauth/token', { ...body, ...over })
       t.equal(res.statusCode, 400, why)
@@ -211,18 +297,34 @@ t.test('token endpoint: authorization_code grant', async t => {
       method: 'POST',
       url: '/oauth/token',
       headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
-      payload: new URLSearchParams({ grant_type: 'authorization_code', code: c, redirect_uri: REDIRECT_URI, code_verifier: verifier }).toString()
+      payload: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: c,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier
+      }).toString()
     })
     t.equal(form.statusCode, 200, 'form-encoded with HTTP Basic')
     const tokens = form.json()
-    t.same(Object.keys(tokens).sort(), ['access_token', 'expires_in', 'install_id', 'refresh_token', 'scope', 'token_type'])
+    t.same(Object.keys(tokens).sort(), [
+      'access_token',
+      'expires_in',
+      'install_id',
+      'refresh_token',
+      'scope',
+      'token_type'
+    ])
     t.equal(tokens.token_type, 'Bearer')
     t.equal(tokens.expires_in, 3600)
     t.equal(tokens.scope, 'invoices:read bills:read')
     t.equal(form.headers['cache-control'], 'no-store')
 
     await bad({}, 'a code is single use')
-    const refreshed = await jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...creds })
+    const refreshed = await jsonPost(app, '/oauth/token', {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+      ...creds
+    })
     t.equal(refreshed.statusCode, 400, 'replaying the code revoked the tokens issued with it')
     t.equal(refreshed.json().error, 'invalid_grant')
   })
@@ -231,8 +333,18 @@ t.test('token endpoint: authorization_code grant', async t => {
     const { verifier, challenge } = pkcePair()
     const c = await code(challenge)
     // Time travel: age the code in the database rather than sleeping for a minute.
-    await app.db.query("update authorization_codes set expires_at = now() - interval '1 second' where client_id = $1 and used_at is null", [client.clientId])
-    const res = await jsonPost(app, '/oauth/token', { grant_type: 'authorization_code', code: c, redirect_uri: REDIRECT_URI, code_verifier: verifier, ...creds })
+    await app.db.query(
+      `update authorization_codes set expires_at = now() - interval '1 second'
+        where client_id = $1 and used_at is null`,
+      [client.clientId]
+    )
+    const res = await jsonPost(app, '/oauth/token', {
+      grant_type: 'authorization_code',
+      code: c,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+      ...creds
+    })
     t.equal(res.statusCode, 400)
     t.same(res.json().error, 'invalid_grant')
   })
@@ -242,7 +354,8 @@ t.test('refresh tokens rotate, with a grace window and reuse detection', async t
   const app = await build(t)
   const i = await install(app)
   const creds = { client_id: i.clientId, client_secret: i.clientSecret }
-  const refresh = (token: string) => jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
+  const refresh = (token: string) =>
+    jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
   const me = (token: string) => app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(token) })
 
   const r0 = i.refreshToken
@@ -273,9 +386,14 @@ t.test('the grace window closes after 30 s', async t => {
   const app = await build(t)
   const i = await install(app)
   const creds = { client_id: i.clientId, client_secret: i.clientSecret }
-  const refresh = (token: string) => jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
+  const refresh = (token: string) =>
+    jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
   const r1 = (await refresh(i.refreshToken)).json().refresh_token
-  await app.db.query("update refresh_tokens set replaced_at = replaced_at - interval '31 seconds' where install_id = $1 and replaced_at is not null", [i.installId])
+  await app.db.query(
+    `update refresh_tokens set replaced_at = replaced_at - interval '31 seconds'
+      where install_id = $1 and replaced_at is not null`,
+    [i.installId]
+  )
   t.equal((await refresh(i.refreshToken)).statusCode, 400)
   t.equal((await refresh(r1)).statusCode, 400, 'reuse after the window revokes the current token too')
 })
@@ -285,15 +403,38 @@ t.test('a code issued before a key disable is dead after the enable', async t =>
   const client = await registerApp(app)
   const user = userFor(app)
   const { verifier, challenge } = pkcePair()
-  const decision = await jsonPost(app, '/oauth/authorize', {
-    client_id: client.clientId, redirect_uri: REDIRECT_URI, code_challenge: challenge, code_challenge_method: 'S256',
-    org_ref_id: user.org, entity_ref_id: user.entity, decision: 'allow'
-  }, bearer(user.token))
+  const decision = await jsonPost(
+    app,
+    '/oauth/authorize',
+    {
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      org_ref_id: user.org,
+      entity_ref_id: user.entity,
+      decision: 'allow'
+    },
+    bearer(user.token)
+  )
   const code = new URL(decision.headers.location as string).searchParams.get('code')
-  await app.inject({ method: 'POST', url: `/apps/${client.clientId}/api-key/disable`, headers: bearer(client.ownerToken) })
-  await app.inject({ method: 'POST', url: `/apps/${client.clientId}/api-key/enable`, headers: bearer(client.ownerToken) })
+  await app.inject({
+    method: 'POST',
+    url: `/apps/${client.clientId}/api-key/disable`,
+    headers: bearer(client.ownerToken)
+  })
+  await app.inject({
+    method: 'POST',
+    url: `/apps/${client.clientId}/api-key/enable`,
+    headers: bearer(client.ownerToken)
+  })
   const res = await jsonPost(app, '/oauth/token', {
-    grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, client_id: client.clientId, client_secret: client.clientSecret
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: REDIRECT_URI,
+    code_verifier: verifier,
+    client_id: client.clientId,
+    client_secret: client.clientSecret
   })
   t.equal(res.statusCode, 400)
   t.equal(res.json().error, 'invalid_grant')
@@ -303,7 +444,8 @@ t.test('refresh after key disable, uninstall and revoke', async t => {
   const app = await build(t)
   const i = await install(app)
   const creds = { client_id: i.clientId, client_secret: i.clientSecret }
-  const refresh = (token: string) => jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
+  const refresh = (token: string) =>
+    jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
   const owner = bearer(i.ownerToken)
 
   await app.inject({ method: 'POST', url: `/apps/${i.clientId}/api-key/disable`, headers: owner })
@@ -317,7 +459,11 @@ t.test('refresh after key disable, uninstall and revoke', async t => {
 
   const j = await install(app, { app: i })
   const other = await install(app)
-  res = await jsonPost(app, '/oauth/revoke', { token: j.refreshToken, client_id: other.clientId, client_secret: other.clientSecret })
+  res = await jsonPost(app, '/oauth/revoke', {
+    token: j.refreshToken,
+    client_id: other.clientId,
+    client_secret: other.clientSecret
+  })
   t.equal(res.statusCode, 200, "another client's token: 200, untouched")
   t.equal((await refresh(j.refreshToken)).statusCode, 200)
   const latest = await install(app, { app: i })
@@ -331,7 +477,12 @@ t.test('refresh after key disable, uninstall and revoke', async t => {
 
   const k = await install(app)
   await app.inject({ method: 'DELETE', url: `/installs/${k.installId}`, headers: bearer(k.userToken) })
-  res = await jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: k.refreshToken, client_id: k.clientId, client_secret: k.clientSecret })
+  res = await jsonPost(app, '/oauth/token', {
+    grant_type: 'refresh_token',
+    refresh_token: k.refreshToken,
+    client_id: k.clientId,
+    client_secret: k.clientSecret
+  })
   t.equal(res.statusCode, 400)
   t.equal(res.json().error, 'invalid_grant', 'uninstalled')
 })

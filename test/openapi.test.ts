@@ -21,7 +21,10 @@ t.test('the OpenAPI document is valid 3.1 and complete for /public/v1', async t 
   t.equal(result.valid, true)
 
   t.same(doc.components.securitySchemes.accessToken, {
-    type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: doc.components.securitySchemes.accessToken.description
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: doc.components.securitySchemes.accessToken.description
   })
 
   const T = '/public/v1/orgs/{orgId}/entities/{entityId}'
@@ -34,13 +37,20 @@ t.test('the OpenAPI document is valid 3.1 and complete for /public/v1', async t 
   }
   const W = `${T}/webhooks`
   const webhookRoutes: Record<string, Record<string, string[]>> = {
-    [W]: { post: ['201', '400', '401', '403', '413', '415', '422', '429', '500'], get: ['200', '400', '401', '403', '429', '500'] },
+    [W]: {
+      post: ['201', '400', '401', '403', '413', '415', '422', '429', '500'],
+      get: ['200', '400', '401', '403', '429', '500']
+    },
     [`${W}/{subscriptionId}`]: { delete: ['200', '401', '403', '429', '500'] },
     [`${W}/{subscriptionId}/deliveries`]: { get: ['200', '400', '401', '403', '404', '429', '500'] },
     [`${W}/{subscriptionId}/deliveries/{deliveryId}/retry`]: { post: ['202', '401', '403', '404', '409', '429', '500'] }
   }
   const publicPaths = Object.keys(doc.paths).filter(p => p.startsWith('/public/v1'))
-  t.same(publicPaths.sort(), [...Object.keys(expected), ...Object.keys(webhookRoutes)].sort(), 'every /public/v1 route, and only routes')
+  t.same(
+    publicPaths.sort(),
+    [...Object.keys(expected), ...Object.keys(webhookRoutes)].sort(),
+    'every /public/v1 route, and only routes'
+  )
   for (const [path, methods] of Object.entries(webhookRoutes)) {
     for (const [method, codes] of Object.entries(methods)) {
       const op = doc.paths[path][method] as Operation
@@ -49,9 +59,19 @@ t.test('the OpenAPI document is valid 3.1 and complete for /public/v1', async t 
     }
   }
   t.same(Object.keys(doc.webhooks).sort(), ['bill.created', 'invoice.paid'], 'the delivery payload, per emitted topic')
-  t.match(doc.webhooks['invoice.paid'].post.requestBody.content['application/json'].schema.required, ['id', 'topic', 'created_at', 'org_ref_id', 'entity_ref_id', 'data'])
+  t.match(doc.webhooks['invoice.paid'].post.requestBody.content['application/json'].schema.required, [
+    'id',
+    'topic',
+    'created_at',
+    'org_ref_id',
+    'entity_ref_id',
+    'data'
+  ])
   t.notOk(doc.paths['/events'], 'event ingestion is internal')
-  t.equal(doc.paths['/public/v1/me'].get.responses['401'].description, 'Credentials are missing, invalid, expired or revoked.')
+  t.equal(
+    doc.paths['/public/v1/me'].get.responses['401'].description,
+    'Credentials are missing, invalid, expired or revoked.'
+  )
   for (const [path, want] of Object.entries(expected)) {
     const op = doc.paths[path].get as Operation
     t.same(Object.keys(op.responses).sort(), want.codes, `${path} responses`)

@@ -15,11 +15,23 @@ const APP_ORIGIN = 'https://app.example.com'
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
 
 let launched: Promise<Browser> | undefined
-const browser = (): Promise<Browser> => (launched ??= chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
-}))
-t.teardown(async () => { if (launched) await (await launched).close() })
+const browser = (): Promise<Browser> =>
+  (launched ??= chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync'
+    ]
+  }))
+t.teardown(async () => {
+  if (launched) await (await launched).close()
+})
 
 /** A port that was free a moment ago: the app's public origin must be known before it listens. */
 async function freePort (): Promise<number> {
@@ -52,18 +64,34 @@ async function serve (t: Test): Promise<Served> {
     method: 'POST',
     url: '/apps',
     headers: { ...bearer(ownerToken), 'content-type': 'application/json' },
-    payload: JSON.stringify({ slug: unique('app').replace(/_/g, '-'), name: APP_NAME, redirect_uris: [REDIRECT_URI], scopes: ['invoices:read', 'bills:read', 'customers:read'] })
+    payload: JSON.stringify({
+      slug: unique('app').replace(/_/g, '-'),
+      name: APP_NAME,
+      redirect_uris: [REDIRECT_URI],
+      scopes: ['invoices:read', 'bills:read', 'customers:read']
+    })
   })
   t.equal(res.statusCode, 201, 'app registered')
   const created = res.json()
   const orgRefId = unique('org')
   const entityRefId = unique('ent')
   const userToken = app.userSessions.sign({ sub: unique('user'), orgRefId, entityRefIds: [entityRefId] })
-  return { app, origin, clientId: created.client_id, clientSecret: created.client_secret, orgRefId, entityRefId, userToken }
+  return {
+    app,
+    origin,
+    clientId: created.client_id,
+    clientSecret: created.client_secret,
+    orgRefId,
+    entityRefId,
+    userToken
+  }
 }
 
 /** A fresh browser context holding the user's session cookie for 127.0.0.1, and a page that fails on any dialog. */
-async function signedInPage (t: Test, s: Served): Promise<{ context: BrowserContext, page: Page, dialogs: string[], appRequests: string[] }> {
+async function signedInPage (
+  t: Test,
+  s: Served
+): Promise<{ context: BrowserContext, page: Page, dialogs: string[], appRequests: string[] }> {
   const context = await (await browser()).newContext()
   t.teardown(() => context.close())
   await context.addCookies([{ name: 'session', value: s.userToken, domain: '127.0.0.1', path: '/' }])
@@ -71,13 +99,15 @@ async function signedInPage (t: Test, s: Served): Promise<{ context: BrowserCont
   // be answered with page.route either: Playwright does not hand the hops of a redirect to route handlers, so the
   // browser ends on its own error page. The request event fires before the network, with the full URL.
   const appRequests: string[] = []
-  context.on('request', r => { if (r.url().startsWith(`${APP_ORIGIN}/`)) appRequests.push(r.url()) })
+  context.on('request', r => {
+    if (r.url().startsWith(`${APP_ORIGIN}/`)) appRequests.push(r.url())
+  })
   const page = await context.newPage()
   page.setDefaultTimeout(10_000)
   const dialogs: string[] = []
   page.on('dialog', d => {
     dialogs.push(`${d.type()}: ${d.message()}`)
-    void d.dismiss()
+    d.dismiss().catch(() => {})
   })
   return { context, page, dialogs, appRequests }
 }
@@ -94,10 +124,13 @@ const authorizeParams = (s: Served, challenge: string): Record<string, string> =
   entity_ref_id: s.entityRefId
 })
 
-const authorizeUrl = (s: Served, challenge: string): string => `${s.origin}/oauth/authorize?` + new URLSearchParams(authorizeParams(s, challenge)).toString()
+const authorizeUrl = (s: Served, challenge: string): string =>
+  `${s.origin}/oauth/authorize?` + new URLSearchParams(authorizeParams(s, challenge)).toString()
 
-const isDecisionPost = (s: Served) => (r: Response): boolean =>
-  r.url() === `${s.origin}/oauth/authorize` && r.request().method() === 'POST'
+const isDecisionPost =
+  (s: Served) =>
+    (r: Response): boolean =>
+      r.url() === `${s.origin}/oauth/authorize` && r.request().method() === 'POST'
 
 /** Asserts the decision answered 302; otherwise shows its body (and the caller stops: no redirect will come). */
 async function redirected (t: Test, res: Response): Promise<boolean> {
@@ -106,14 +139,25 @@ async function redirected (t: Test, res: Response): Promise<boolean> {
 }
 
 /** Opens the consent page and checks what a person sees on it. */
-async function openConsent (t: Test, s: Served, page: Page, dialogs: string[], challenge: string, screenshot?: string): Promise<void> {
+async function openConsent (
+  t: Test,
+  s: Served,
+  page: Page,
+  dialogs: string[],
+  challenge: string,
+  screenshot?: string
+): Promise<void> {
   const res = await page.goto(authorizeUrl(s, challenge))
   t.equal(res?.status(), 200, 'consent page answers 200')
   t.match(res?.headers()['content-type'], /^text\/html/)
 
   t.equal(await page.title(), `Install ${APP_NAME}?`, 'the title shows the app name as literal text')
   const heading = page.getByRole('heading', { level: 1 })
-  t.equal(await heading.innerText(), `${APP_NAME} wants access to entity ${s.entityRefId}`, 'the heading shows the name as text and the entity')
+  t.equal(
+    await heading.innerText(),
+    `${APP_NAME} wants access to entity ${s.entityRefId}`,
+    'the heading shows the name as text and the entity'
+  )
   t.equal(await page.locator('h1 strong').first().innerText(), APP_NAME)
   t.equal(await page.locator('img').count(), 0, 'the name created no img element')
   t.equal(await page.getByText(s.entityRefId, { exact: true }).count(), 1, 'the entity id is shown')
@@ -128,40 +172,56 @@ async function openConsent (t: Test, s: Served, page: Page, dialogs: string[], c
   t.same(dialogs, [], 'no dialog fired')
 }
 
-t.test('consent page: a person allows, the app gets a code that exchanges for a working token', { skip: SKIP }, async t => {
-  const s = await serve(t)
-  const { page, dialogs, appRequests } = await signedInPage(t, s)
-  const { verifier, challenge } = pkcePair()
-  await openConsent(t, s, page, dialogs, challenge, '/tmp/consent.png')
+t.test(
+  'consent page: a person allows, the app gets a code that exchanges for a working token',
+  { skip: SKIP },
+  async t => {
+    const s = await serve(t)
+    const { page, dialogs, appRequests } = await signedInPage(t, s)
+    const { verifier, challenge } = pkcePair()
+    await openConsent(t, s, page, dialogs, challenge, '/tmp/consent.png')
 
-  const decision = page.waitForResponse(isDecisionPost(s))
-  const arrived = page.waitForRequest(r => r.url().startsWith(`${APP_ORIGIN}/`))
-  arrived.catch(() => undefined) // left pending when the decision fails; the context's close rejects it
-  await page.getByRole('button', { name: 'Allow' }).click()
-  if (!await redirected(t, await decision)) return
-  await arrived
-  await page.waitForLoadState()
-  t.equal(appRequests.length, 1, 'the browser went to the app once')
-  const back = new URL(appRequests[0]!)
-  t.equal(`${back.origin}${back.pathname}`, REDIRECT_URI)
-  const code = back.searchParams.get('code')
-  t.match(code, /^mac_/, 'a code')
-  t.equal(back.searchParams.get('state'), 's1')
-  t.equal(back.searchParams.get('iss'), s.origin, 'the issuer is the public origin')
-  t.equal(back.searchParams.get('error'), null)
-  t.same(dialogs, [], 'no dialog fired')
+    const decision = page.waitForResponse(isDecisionPost(s))
+    const arrived = page.waitForRequest(r => r.url().startsWith(`${APP_ORIGIN}/`))
+    arrived.catch(() => undefined) // left pending when the decision fails; the context's close rejects it
+    await page.getByRole('button', { name: 'Allow' }).click()
+    if (!(await redirected(t, await decision))) return
+    await arrived
+    await page.waitForLoadState()
+    t.equal(appRequests.length, 1, 'the browser went to the app once')
+    const back = new URL(appRequests[0]!)
+    t.equal(`${back.origin}${back.pathname}`, REDIRECT_URI)
+    const code = back.searchParams.get('code')
+    t.match(code, /^mac_/, 'a code')
+    t.equal(back.searchParams.get('state'), 's1')
+    t.equal(back.searchParams.get('iss'), s.origin, 'the issuer is the public origin')
+    t.equal(back.searchParams.get('error'), null)
+    t.same(dialogs, [], 'no dialog fired')
 
-  const tokens = await s.app.inject({
-    method: 'POST',
-    url: '/oauth/token',
-    headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify({ grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, code_verifier: verifier, client_id: s.clientId, client_secret: s.clientSecret })
-  })
-  t.equal(tokens.statusCode, 200, tokens.body)
-  const me = await s.app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(tokens.json().access_token) })
-  t.equal(me.statusCode, 200, me.body)
-  t.match(me.json(), { client_id: s.clientId, org_ref_id: s.orgRefId, entity_ref_id: s.entityRefId, scopes: ['invoices:read', 'bills:read'] })
-})
+    const tokens = await s.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+        client_id: s.clientId,
+        client_secret: s.clientSecret
+      })
+    })
+    t.equal(tokens.statusCode, 200, tokens.body)
+    const me = await s.app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(tokens.json().access_token) })
+    t.equal(me.statusCode, 200, me.body)
+    t.match(me.json(), {
+      client_id: s.clientId,
+      org_ref_id: s.orgRefId,
+      entity_ref_id: s.entityRefId,
+      scopes: ['invoices:read', 'bills:read']
+    })
+  }
+)
 
 t.test('consent page: a person denies, the app gets access_denied', { skip: SKIP }, async t => {
   const s = await serve(t)
@@ -172,7 +232,7 @@ t.test('consent page: a person denies, the app gets access_denied', { skip: SKIP
   const arrived = page.waitForRequest(r => r.url().startsWith(`${APP_ORIGIN}/`))
   arrived.catch(() => undefined) // left pending when the decision fails; the context's close rejects it
   await page.getByRole('button', { name: 'Deny' }).click()
-  if (!await redirected(t, await decision)) return
+  if (!(await redirected(t, await decision))) return
   await arrived
   t.equal(appRequests.length, 1)
   const back = new URL(appRequests[0]!)
@@ -187,10 +247,14 @@ t.test('consent page: a person denies, the app gets access_denied', { skip: SKIP
 async function attackerSite (t: Test, s: Served): Promise<number> {
   const { challenge } = pkcePair()
   const fields = { ...authorizeParams(s, challenge), decision: 'allow' }
-  const inputs = Object.entries(fields).map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`).join('')
+  const inputs = Object.entries(fields)
+    .map(([k, v]) => `<input type="hidden" name="${k}" value="${v}">`)
+    .join('')
   const html = `<!doctype html><title>Win a prize</title><body onload="document.forms[0].submit()">
     <form method="post" action="${s.origin}/oauth/authorize">${inputs}</form></body>`
-  const server: Server = createServer((_req, res) => { res.writeHead(200, { 'content-type': 'text/html' }).end(html) })
+  const server: Server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' }).end(html)
+  })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>(resolve => server.close(() => resolve())))
   return (server.address() as AddressInfo).port

@@ -18,12 +18,21 @@ t.test('contract 3.4, row by row', async t => {
   const get = (url: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url, headers })
 
   await t.test('row 1: no bearer token', async t => {
-    const variants: Array<Record<string, string>> = [{}, { authorization: 'Basic Zm9vOmJhcg==' }, { authorization: 'Bearer' }, { authorization: 'Bearer ' }]
+    const variants: Array<Record<string, string>> = [
+      {},
+      { authorization: 'Basic Zm9vOmJhcg==' },
+      { authorization: 'Bearer' },
+      { authorization: 'Bearer ' }
+    ]
     for (const headers of variants) {
       const res = await get('/public/v1/me', headers)
       t.equal(res.statusCode, 401)
       t.same(res.json(), { error: 'invalid_token', message: 'Missing bearer token.' })
-      t.equal(res.headers['www-authenticate'], 'Bearer realm="public"', 'no error attribute when the header was missing')
+      t.equal(
+        res.headers['www-authenticate'],
+        'Bearer realm="public"',
+        'no error attribute when the header was missing'
+      )
     }
   })
 
@@ -39,7 +48,10 @@ t.test('contract 3.4, row by row', async t => {
       'wrong iss': resign({ iss: 'https://evil.example' }),
       'wrong typ': resign({}, { typ: 'JWT' }),
       'unknown kid': resign({}, { kid: 'other-key' }),
-      'payload tampered': (() => { const [h, , s] = i.accessToken.split('.'); return `${h}.${Buffer.from(JSON.stringify({ ...payload, scope: 'bills:read' })).toString('base64url')}.${s}` })(),
+      'payload tampered': (() => {
+        const [h, , s] = i.accessToken.split('.')
+        return `${h}.${Buffer.from(JSON.stringify({ ...payload, scope: 'bills:read' })).toString('base64url')}.${s}`
+      })(),
       'expired and wrong aud (row 2 wins)': resign({ aud: 'other', exp: now - 10 }),
       'a malformed bearer value': 'abc def',
       'non-ASCII bearer value': 'ä.b.c',
@@ -87,10 +99,11 @@ t.test('contract 3.4, row by row', async t => {
   await t.test('all rows pass: 501 not_implemented', async t => {
     for (const path of ['/invoices', '/invoices/inv_1']) {
       const res = await get(tenant + path, bearer(i.accessToken))
+      const template = path === '/invoices' ? '/invoices' : '/invoices/{id}'
       t.equal(res.statusCode, 501)
       t.same(res.json(), {
         error: 'not_implemented',
-        message: `GET /public/v1/orgs/{orgId}/entities/{entityId}${path === '/invoices' ? '/invoices' : '/invoices/{id}'} is not implemented yet.`
+        message: `GET /public/v1/orgs/{orgId}/entities/{entityId}${template} is not implemented yet.`
       })
     }
   })
@@ -126,7 +139,11 @@ t.test('rows 4 and 5: key disabled, install not active; key state wins', async t
   t.same(res.json(), { error: 'invalid_client', message: "The app's API key is disabled." })
   t.equal(res.headers['www-authenticate'], challenge("The app's API key is disabled."))
 
-  const uninstalled = await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })
+  const uninstalled = await app.inject({
+    method: 'DELETE',
+    url: `/installs/${i.installId}`,
+    headers: bearer(i.userToken)
+  })
   t.equal(uninstalled.statusCode, 200)
   res = await me()
   t.same(res.json().error, 'invalid_client', 'row 4 answers before row 5')
@@ -134,7 +151,11 @@ t.test('rows 4 and 5: key disabled, install not active; key state wins', async t
   await app.inject({ method: 'POST', url: `/apps/${i.clientId}/api-key/enable`, headers: owner })
   res = await me()
   t.equal(res.statusCode, 401)
-  t.same(res.json(), { error: 'invalid_client', message: "The app's API key is disabled." }, 'a token issued before the disable stays dead')
+  t.same(
+    res.json(),
+    { error: 'invalid_client', message: "The app's API key is disabled." },
+    'a token issued before the disable stays dead'
+  )
 
   const fresh = await install(app, { app: i })
   t.not(fresh.installId, i.installId, 'installing again creates a new install')
@@ -195,7 +216,11 @@ t.test('the rate limit counts right after authentication: refusals count and car
   const first = await app.inject({ method: 'GET', url: other, headers: bearer(i.accessToken) })
   t.equal(first.statusCode, 403)
   t.equal(first.headers['x-ratelimit-remaining'], '1')
-  const scope = await app.inject({ method: 'GET', url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/bills`, headers: bearer(i.accessToken) })
+  const scope = await app.inject({
+    method: 'GET',
+    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/bills`,
+    headers: bearer(i.accessToken)
+  })
   t.equal(scope.statusCode, 501)
   t.equal(scope.headers['x-ratelimit-remaining'], '0')
   const third = await app.inject({ method: 'GET', url: other, headers: bearer(i.accessToken) })

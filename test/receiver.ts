@@ -14,12 +14,33 @@ let certs: { dir: string, key: string, cert: string, caFile: string } | undefine
 export function selfSigned (): { key: string, cert: string, caFile: string } {
   if (!certs) {
     const dir = mkdtempSync(join(tmpdir(), 'mg-cert-'))
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')
-    ], { stdio: 'ignore' })
-    certs = { dir, key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8'), caFile: join(dir, 'cert.pem') }
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem')
+      ],
+      { stdio: 'ignore' }
+    )
+    certs = {
+      dir,
+      key: readFileSync(join(dir, 'key.pem'), 'utf8'),
+      cert: readFileSync(join(dir, 'cert.pem'), 'utf8'),
+      caFile: join(dir, 'cert.pem')
+    }
   }
   return certs
 }
@@ -50,20 +71,34 @@ export async function startReceiver (t: Test, respond: Responder = (_r, res) => 
     })
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>(resolve => { server.closeAllConnections(); server.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>(resolve => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  )
   const port = (server.address() as AddressInfo).port
   return {
     url: `https://127.0.0.1:${port}/hooks`,
     port,
     caFile,
     received,
-    set respond (fn: Responder) { state.respond = fn },
+    get respond (): Responder {
+      return state.respond
+    },
+    set respond (fn: Responder) {
+      state.respond = fn
+    },
     /** Resolves once `n` requests have arrived (or rejects after `ms`). */
     async waitFor (n: number, ms = 10_000): Promise<Received[]> {
       const deadline = Date.now() + ms
       while (received.length < n) {
         if (Date.now() > deadline) throw new Error(`receiver got ${received.length} of ${n} requests in ${ms} ms`)
-        await new Promise<void>(resolve => { waiters.push(resolve); setTimeout(resolve, 50) })
+        await new Promise<void>(resolve => {
+          waiters.push(resolve)
+          setTimeout(resolve, 50)
+        })
       }
       return received
     }

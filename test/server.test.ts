@@ -11,8 +11,12 @@ function start (env: Record<string, string>) {
   })
   let out = ''
   let err = ''
-  child.stdout.on('data', d => { out += d })
-  child.stderr.on('data', d => { err += d })
+  child.stdout.on('data', d => {
+    out += d
+  })
+  child.stderr.on('data', d => {
+    err += d
+  })
   const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
   return { child, exited, output: () => out, errors: () => err }
 }
@@ -21,7 +25,9 @@ t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-server-'))
   const started = performance.now()
   const s = start({ DATA_DIR: dataDir })
-  t.teardown(() => { s.child.kill('SIGKILL') })
+  t.teardown(() => {
+    s.child.kill('SIGKILL')
+  })
   let url: string | undefined
   while (!url && performance.now() - started < 60_000) {
     url = s.output().match(/listening on (http:\/\/\S+)/)?.[1]
@@ -51,17 +57,26 @@ t.test('the command line: user-token and migrate', async t => {
   const { execFileSync } = await import('node:child_process')
   const { loadConfig } = await import('../plugins/config.js')
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
-  const run = (...args: string[]) => execFileSync(process.execPath, ['--import', 'tsx', 'cli.ts', ...args], {
-    env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'info' }, encoding: 'utf8'
-  })
+  const run = (...args: string[]) =>
+    execFileSync(process.execPath, ['--import', 'tsx', 'cli.ts', ...args], {
+      env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+      encoding: 'utf8'
+    })
   const migrated = run('migrate')
   t.match(migrated, /"applied":\["001_access.sql"/, 'applies the migrations')
   t.match(run('migrate'), 'database is up to date', 'and only once')
 
   const token = run('user-token', '--sub', 'dev-1', '--org', 'org_a', '--entity', 'ent_1', '--entity', 'ent_2').trim()
   const { createVerifier } = await import('fast-jwt')
-  const verify = createVerifier({ key: loadConfig({ DATA_DIR: dataDir }).userSessionSecret, algorithms: ['HS256'], allowedAud: 'user_session' })
-  t.match(verify(token), { sub: 'dev-1', org_ref_id: 'org_a', entity_ref_ids: ['ent_1', 'ent_2'], aud: 'user_session' },
-    'signed with the configured secret, as the accounting system would')
+  const verify = createVerifier({
+    key: loadConfig({ DATA_DIR: dataDir }).userSessionSecret,
+    algorithms: ['HS256'],
+    allowedAud: 'user_session'
+  })
+  t.match(
+    verify(token),
+    { sub: 'dev-1', org_ref_id: 'org_a', entity_ref_ids: ['ent_1', 'ent_2'], aud: 'user_session' },
+    'signed with the configured secret, as the accounting system would'
+  )
   t.throws(() => run('user-token', '--sub', 'x'), 'refuses without --org and --entity')
 })

@@ -68,15 +68,33 @@ t.test('creation refuses every private target of the issue', async t => {
 })
 
 t.test('address ranges', async t => {
-  for (const a of ['127.0.0.1', '10.1.2.3', '::1', '::ffff:10.0.0.1', '::ffff:7f00:1', '169.254.169.254', '0.0.0.0', '255.255.255.255', 'fc00::1', '::']) {
+  for (const a of [
+    '127.0.0.1',
+    '10.1.2.3',
+    '::1',
+    '::ffff:10.0.0.1',
+    '::ffff:7f00:1',
+    '169.254.169.254',
+    '0.0.0.0',
+    '255.255.255.255',
+    'fc00::1',
+    '::'
+  ]) {
     t.equal(isBlockedAddress(a), true, a)
   }
   for (const a of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:8.8.8.8']) {
     t.equal(isBlockedAddress(a), false, a)
   }
-  t.equal(await checkTargetUrl('https://hooks.unresolvable.invalid/x', false), undefined,
-    'a name that does not resolve now is accepted; delivery checks again when it connects')
-  t.equal(await checkTargetUrl('https://127.0.0.1/x', true), undefined, 'WEBHOOK_ALLOW_PRIVATE_TARGETS lifts the address rule')
+  t.equal(
+    await checkTargetUrl('https://hooks.unresolvable.invalid/x', false),
+    undefined,
+    'a name that does not resolve now is accepted; delivery checks again when it connects'
+  )
+  t.equal(
+    await checkTargetUrl('https://127.0.0.1/x', true),
+    undefined,
+    'WEBHOOK_ALLOW_PRIVATE_TARGETS lifts the address rule'
+  )
   t.match(await checkTargetUrl('http://127.0.0.1/x', true), 'HTTPS', 'but never the scheme rule')
 })
 
@@ -90,7 +108,11 @@ t.test('at connection time the resolved address is checked and used', async t =>
   t.match(literal, { status: 0, error: /refused/ }, 'a private literal is refused before connecting')
   if (name) {
     const resolved = await strict.send({ ...attempt, targetUrl: `https://${name}:${receiver.port}/hooks` })
-    t.match(resolved, { status: 0, error: /blocked address/ }, 'a name resolving to loopback is refused when connecting (DNS rebinding)')
+    t.match(
+      resolved,
+      { status: 0, error: /blocked address/ },
+      'a name resolving to loopback is refused when connecting (DNS rebinding)'
+    )
   }
   t.equal(receiver.received.length, 0, 'nothing reached the receiver')
 

@@ -19,27 +19,50 @@ const EXAMPLE = join(ROOT, 'docs/examples/webhook-receiver.mjs')
 
 t.test('the guide shows the example receiver exactly as it is tested', async t => {
   const guide = readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8')
-  t.ok(guide.includes(readFileSync(EXAMPLE, 'utf8')), 'docs/webhooks.md embeds docs/examples/webhook-receiver.mjs verbatim')
+  t.ok(
+    guide.includes(readFileSync(EXAMPLE, 'utf8')),
+    'docs/webhooks.md embeds docs/examples/webhook-receiver.mjs verbatim'
+  )
 })
 
 t.test('the example receiver accepts real deliveries once each and refuses forgeries with 401', async t => {
-  const example = await import(EXAMPLE) as ReceiverModule
-  t.equal(example.verifySignature("It's a Secret to Everybody", Buffer.from('Hello, World!'),
-    '757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17'), true, 'the contract test vector')
+  const example = (await import(EXAMPLE)) as ReceiverModule
+  t.equal(
+    example.verifySignature(
+      "It's a Secret to Everybody",
+      Buffer.from('Hello, World!'),
+      '757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17'
+    ),
+    true,
+    'the contract test vector'
+  )
 
   const { key, cert, caFile } = selfSigned()
   const processed: Array<Record<string, unknown>> = []
   const answers: number[] = []
-  let handler: Handler = (_req, res) => { res.statusCode = 503; res.end() }
+  let handler: Handler = (_req, res) => {
+    res.statusCode = 503
+    res.end()
+  }
   const server = createServer({ key, cert }, (req, res) => {
     res.on('finish', () => answers.push(res.statusCode))
     handler!(req, res)
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => new Promise<void>(resolve => { server.closeAllConnections(); server.close(() => resolve()) }))
+  t.teardown(
+    () =>
+      new Promise<void>(resolve => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  )
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
 
-  const app = await build(t, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: caFile, WEBHOOK_RETRY_SCHEDULE: '0,0,0' })
+  const app = await build(t, {
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_CA_FILE: caFile,
+    WEBHOOK_RETRY_SCHEDULE: '0,0,0'
+  })
   const i = await install(app)
   const created = await app.inject({
     method: 'POST',
@@ -48,17 +71,31 @@ t.test('the example receiver accepts real deliveries once each and refuses forge
     payload: JSON.stringify({ topics: ['invoice.paid'], target_url: url })
   })
   const secret = created.json().signing_secret
-  handler = example.createHandler({ secret, onEvent: async e => { processed.push(e) } })
+  handler = example.createHandler({
+    secret,
+    onEvent: async e => {
+      processed.push(e)
+    }
+  })
 
   const event = await app.inject({
     method: 'POST',
     url: '/events',
     headers: { authorization: `Bearer ${app.config.eventsToken}`, 'content-type': 'application/json' },
-    payload: JSON.stringify({ topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { invoice_id: 'inv_7' } })
+    payload: JSON.stringify({
+      topic: 'invoice.paid',
+      org_ref_id: i.orgRefId,
+      entity_ref_id: i.entityRefId,
+      data: { invoice_id: 'inv_7' }
+    })
   })
   const deadline = Date.now() + 10_000
   while (processed.length === 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
-  t.match(processed, [{ id: event.json().id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } }], 'processed the real delivery')
+  t.match(
+    processed,
+    [{ id: event.json().id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } }],
+    'processed the real delivery'
+  )
   t.same(answers, [204])
 
   // The same delivery again (a retry) is acknowledged without doing the work twice; a forgery gets 401.
@@ -66,10 +103,13 @@ t.test('the example receiver accepts real deliveries once each and refuses forge
   const dispatcher = new Agent({ connect: { ca: readFileSync(caFile, 'utf8') } })
   t.teardown(() => dispatcher.close())
   const sign = (s: string, b: string) => createHmac('sha256', s).update(b).digest('hex')
-  const post = (b: string, signature: string, eventId: string) => request(url, {
-    method: 'POST', dispatcher, body: b,
-    headers: { 'content-type': 'application/json', 'x-service-signature': signature, 'x-service-event-id': eventId }
-  })
+  const post = (b: string, signature: string, eventId: string) =>
+    request(url, {
+      method: 'POST',
+      dispatcher,
+      body: b,
+      headers: { 'content-type': 'application/json', 'x-service-signature': signature, 'x-service-event-id': eventId }
+    })
   t.equal((await post(body, sign(secret, body), event.json().id)).statusCode, 200, 'a retry of a processed event')
   t.equal((await post(body, sign('whsec_wrong', body), 'evt_forged')).statusCode, 401, 'wrong key')
   t.equal((await post(body + ' ', sign(secret, body), 'evt_forged')).statusCode, 401, 'altered bytes')

@@ -29,20 +29,35 @@ async function setup (t: Test, respond?: Parameters<typeof startReceiver>[1]) {
   const publish = async (n: number): Promise<string[]> => {
     const ids: string[] = []
     for (let k = 0; k < n; k += 50) {
-      const batch = await Promise.all(Array.from({ length: Math.min(50, n - k) }, (_, j) => api.inject({
-        method: 'POST',
-        url: '/events',
-        headers: { authorization: `Bearer ${api.config.eventsToken}`, 'content-type': 'application/json' },
-        payload: JSON.stringify({ topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { n: k + j } })
-      })))
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(50, n - k) }, (_, j) =>
+          api.inject({
+            method: 'POST',
+            url: '/events',
+            headers: { authorization: `Bearer ${api.config.eventsToken}`, 'content-type': 'application/json' },
+            payload: JSON.stringify({
+              topic: 'invoice.paid',
+              org_ref_id: i.orgRefId,
+              entity_ref_id: i.entityRefId,
+              data: { n: k + j }
+            })
+          })
+        )
+      )
       ids.push(...batch.map(r => r.json().id as string))
     }
     return ids
   }
   const eventIds = () => new Set(receiver.received.map(r => r.headers['x-service-event-id'] as string))
-  const queueState = async () => (await api.db.query<{ pending: number, claimed: number }>(
-    `select count(*) filter (where status = 'pending')::int as pending, count(*) filter (where locked_by is not null)::int as claimed
-       from webhook_deliveries where subscription_id = $1`, [sub.json().id]))[0]!
+  const queueState = async () =>
+    (
+      await api.db.query<{ pending: number, claimed: number }>(
+        `select count(*) filter (where status = 'pending')::int as pending,
+                count(*) filter (where locked_by is not null)::int as claimed
+           from webhook_deliveries where subscription_id = $1`,
+        [sub.json().id]
+      )
+    )[0]!
   return { receiver, api, env, publish, eventIds, queueState }
 }
 
@@ -62,10 +77,16 @@ t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t =
     DATA_DIR: s.api.config.dataDir,
     LOG_LEVEL: 'warn'
   }
-  const spawnWorker = () => spawn(process.execPath, ['--import', 'tsx', 'cli.ts', 'worker'], { env: workerEnv, stdio: ['ignore', 'ignore', 'inherit'] })
+  const spawnWorker = () =>
+    spawn(process.execPath, ['--import', 'tsx', 'cli.ts', 'worker'], {
+      env: workerEnv,
+      stdio: ['ignore', 'ignore', 'inherit']
+    })
 
   const first = spawnWorker()
-  t.teardown(() => { first.kill('SIGKILL') })
+  t.teardown(() => {
+    first.kill('SIGKILL')
+  })
   await until(() => s.receiver.received.length >= 100, 60_000, 'the first worker to deliver 100')
   first.kill('SIGKILL')
   await new Promise(resolve => first.once('exit', resolve))
@@ -74,9 +95,18 @@ t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t =
 
   const second = spawnWorker()
   const exited = new Promise<number | null>(resolve => second.once('exit', code => resolve(code)))
-  t.teardown(() => { second.kill('SIGKILL') })
+  t.teardown(() => {
+    second.kill('SIGKILL')
+  })
   await until(() => s.eventIds().size === 500, 60_000, 'every event to arrive')
-  await until(async () => { const q = await s.queueState(); return q.pending === 0 && q.claimed === 0 }, 30_000, 'the queue to drain')
+  await until(
+    async () => {
+      const q = await s.queueState()
+      return q.pending === 0 && q.claimed === 0
+    },
+    30_000,
+    'the queue to drain'
+  )
 
   t.same([...s.eventIds()].sort(), [...published].sort(), 'every event was received at least once')
   t.same(await s.queueState(), { pending: 0, claimed: 0 }, 'the queue is empty, nothing stuck in a claim')
@@ -88,11 +118,19 @@ t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t =
 t.test('two workers on one Postgres share a backlog', { skip: postgres }, async t => {
   const s = await setup(t)
   const published = await s.publish(400)
-  const workers = await Promise.all([0, 1].map(async () => {
-    const w = await buildWorker(testConfig(t, { ...s.env, WEBHOOK_SECRET_KEY: s.api.config.webhookSecretKey.toString('hex'), WEBHOOK_WORKER: 'true' }))
-    t.teardown(() => w.close())
-    return w
-  }))
+  const workers = await Promise.all(
+    [0, 1].map(async () => {
+      const w = await buildWorker(
+        testConfig(t, {
+          ...s.env,
+          WEBHOOK_SECRET_KEY: s.api.config.webhookSecretKey.toString('hex'),
+          WEBHOOK_WORKER: 'true'
+        })
+      )
+      t.teardown(() => w.close())
+      return w
+    })
+  )
   await Promise.all(workers.map(w => w.ready()))
   await until(() => s.eventIds().size === 400, 60_000, 'every event to arrive')
   await until(async () => (await s.queueState()).pending === 0, 10_000, 'the queue to drain')
@@ -100,5 +138,8 @@ t.test('two workers on one Postgres share a backlog', { skip: postgres }, async 
   t.same([...s.eventIds()].sort(), [...published].sort(), 'no event lost')
   t.equal(s.receiver.received.length, 400, 'none delivered twice (every attempt succeeded)')
   const shares = workers.map(w => w.webhooks.workerStatus()!.attempted)
-  t.ok(shares.every(n => n > 0), `both workers delivered (${shares.join(' + ')})`)
+  t.ok(
+    shares.every(n => n > 0),
+    `both workers delivered (${shares.join(' + ')})`
+  )
 })

@@ -22,7 +22,8 @@ async function publish (app: AppInstance, event: Record<string, unknown>) {
 }
 
 async function listing (app: AppInstance, i: Installed, query = '') {
-  return (await app.inject({ method: 'GET', url: hooks(i) + query, headers: bearer(i.accessToken) })).json().subscriptions
+  return (await app.inject({ method: 'GET', url: hooks(i) + query, headers: bearer(i.accessToken) })).json()
+    .subscriptions
 }
 
 /** Polls the listing until `check` holds (deliveries are asynchronous). */
@@ -37,11 +38,17 @@ async function eventually<T> (fn: () => Promise<T>, check: (v: T) => boolean, ms
 }
 
 const RECEIVER_ENV = (caFile: string, extra: Record<string, string> = {}) => ({
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: caFile, WEBHOOK_RETRY_SCHEDULE: '0,0,0,0,0,0,0', ...extra
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  WEBHOOK_CA_FILE: caFile,
+  WEBHOOK_RETRY_SCHEDULE: '0,0,0,0,0,0,0',
+  ...extra
 })
 
 t.test('the contract test vector', async t => {
-  t.equal(serviceSignature("It's a Secret to Everybody", 'Hello, World!'), '757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17')
+  t.equal(
+    serviceSignature("It's a Secret to Everybody", 'Hello, World!'),
+    '757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17'
+  )
 })
 
 t.test('subscriptions: exact shapes, ownership, soft delete', async t => {
@@ -59,10 +66,18 @@ t.test('subscriptions: exact shapes, ownership, soft delete', async t => {
   t.match(c.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
 
   const list = await listing(app, i)
-  t.same(list, [{
-    _id: c.id, Topics: ['invoice.paid', 'bill.created'], TargetUrl: receiver.url, IsActive: true,
-    LastDeliveryAt: null, LastDeliveryStatus: null, ConsecutiveFailures: 0, createdAt: c.created_at
-  }])
+  t.same(list, [
+    {
+      _id: c.id,
+      Topics: ['invoice.paid', 'bill.created'],
+      TargetUrl: receiver.url,
+      IsActive: true,
+      LastDeliveryAt: null,
+      LastDeliveryStatus: null,
+      ConsecutiveFailures: 0,
+      createdAt: c.created_at
+    }
+  ])
   const raw = await app.inject({ method: 'GET', url: hooks(i), headers: bearer(i.accessToken) })
   t.notMatch(raw.body, c.signing_secret, 'the secret is never listed')
   t.notMatch(raw.body, 'signing_secret')
@@ -70,22 +85,40 @@ t.test('subscriptions: exact shapes, ownership, soft delete', async t => {
   // Another app installed in the same tenant sees none of it and can delete none of it.
   const other = await install(app, { orgRefId: i.orgRefId, entityRefId: i.entityRefId })
   t.same(await listing(app, other), [])
-  const theirs = await app.inject({ method: 'DELETE', url: `${hooks(other)}/${c.id}`, headers: bearer(other.accessToken) })
+  const theirs = await app.inject({
+    method: 'DELETE',
+    url: `${hooks(other)}/${c.id}`,
+    headers: bearer(other.accessToken)
+  })
   t.same(theirs.json(), { ok: true, modified: 0 })
-  const log = await app.inject({ method: 'GET', url: `${hooks(other)}/${c.id}/deliveries`, headers: bearer(other.accessToken) })
+  const log = await app.inject({
+    method: 'GET',
+    url: `${hooks(other)}/${c.id}/deliveries`,
+    headers: bearer(other.accessToken)
+  })
   t.equal(log.statusCode, 404)
   t.equal((await listing(app, i)).length, 1, 'still there')
 
   const del = await app.inject({ method: 'DELETE', url: `${hooks(i)}/${c.id}`, headers: bearer(i.accessToken) })
   t.equal(del.statusCode, 200)
   t.same(del.json(), { ok: true, modified: 1 })
-  t.same((await app.inject({ method: 'DELETE', url: `${hooks(i)}/${c.id}`, headers: bearer(i.accessToken) })).json(), { ok: true, modified: 0 })
-  t.same((await app.inject({ method: 'DELETE', url: `${hooks(i)}/whs_unknown`, headers: bearer(i.accessToken) })).json(), { ok: true, modified: 0 })
+  t.same((await app.inject({ method: 'DELETE', url: `${hooks(i)}/${c.id}`, headers: bearer(i.accessToken) })).json(), {
+    ok: true,
+    modified: 0
+  })
+  t.same(
+    (await app.inject({ method: 'DELETE', url: `${hooks(i)}/whs_unknown`, headers: bearer(i.accessToken) })).json(),
+    { ok: true, modified: 0 }
+  )
   t.same(await listing(app, i), [], 'gone from the listing')
   const inactive = await listing(app, i, '?include_inactive=true')
   t.match(inactive, [{ _id: c.id, IsActive: false, DisabledReason: 'deleted' }], 'kept for audit')
 
-  const crossTenant = await app.inject({ method: 'GET', url: `/public/v1/orgs/x/entities/${i.entityRefId}/webhooks`, headers: bearer(i.accessToken) })
+  const crossTenant = await app.inject({
+    method: 'GET',
+    url: `/public/v1/orgs/x/entities/${i.entityRefId}/webhooks`,
+    headers: bearer(i.accessToken)
+  })
   t.equal(crossTenant.statusCode, 403)
   t.equal(crossTenant.json().error, 'tenant_mismatch')
 })
@@ -100,16 +133,40 @@ t.test('subscription validation', async t => {
   }
   await check({ topics: ['invoice.paid'], target_url: 'http://hooks.example.com/x' }, 400, 'invalid_target_url')
   await check({ topics: ['invoice.paid'], target_url: 'not a url' }, 400, 'invalid_target_url')
-  await check({ topics: ['invoice.paid'], target_url: 'https://user:pw@hooks.example.com/x' }, 400, 'invalid_target_url')
-  await check({ topics: ['invoice.paid'], target_url: `https://hooks.example.com/${'a'.repeat(2050)}` }, 400, 'validation_error')
-  await check({ topics: ['invoice.paid', 'invoice.voided', 'nope'], target_url: 'https://hooks.example.com/x' }, 400, 'unknown_topic', { unknown: ['invoice.voided', 'nope'] })
+  await check(
+    { topics: ['invoice.paid'], target_url: 'https://user:pw@hooks.example.com/x' },
+    400,
+    'invalid_target_url'
+  )
+  await check(
+    { topics: ['invoice.paid'], target_url: `https://hooks.example.com/${'a'.repeat(2050)}` },
+    400,
+    'validation_error'
+  )
+  await check(
+    { topics: ['invoice.paid', 'invoice.voided', 'nope'], target_url: 'https://hooks.example.com/x' },
+    400,
+    'unknown_topic',
+    { unknown: ['invoice.voided', 'nope'] }
+  )
   await check({ topics: [], target_url: 'https://hooks.example.com/x' }, 400, 'validation_error')
-  await check({ topics: ['invoice.paid', 'invoice.paid'], target_url: 'https://hooks.example.com/x' }, 400, 'validation_error')
-  await check({ topics: ['invoice.paid'], target_url: 'https://hooks.example.com/x', secret: 'mine' }, 400, 'validation_error')
+  await check(
+    { topics: ['invoice.paid', 'invoice.paid'], target_url: 'https://hooks.example.com/x' },
+    400,
+    'validation_error'
+  )
+  await check(
+    { topics: ['invoice.paid'], target_url: 'https://hooks.example.com/x', secret: 'mine' },
+    400,
+    'validation_error'
+  )
   await check({ topics: 'invoice.paid', target_url: 'https://hooks.example.com/x' }, 400, 'validation_error')
   await check({ target_url: 'https://hooks.example.com/x' }, 400, 'validation_error')
 
-  const planned = await subscribe(app, i, { topics: ['work_order.released', 'lot.created'], target_url: 'https://hooks.example.com/x' })
+  const planned = await subscribe(app, i, {
+    topics: ['work_order.released', 'lot.created'],
+    target_url: 'https://hooks.example.com/x'
+  })
   t.equal(planned.statusCode, 201, 'planned topics are accepted')
   for (let n = 1; n < 50; n++) {
     const res = await subscribe(app, i, { topics: ['invoice.paid'], target_url: `https://hooks.example.com/${n}` })
@@ -123,12 +180,27 @@ t.test('events in: authentication, topics, idempotency', async t => {
   const app = await build(t, RECEIVER_ENV(receiver.caFile))
   const i = await install(app)
   await subscribe(app, i, { topics: ['invoice.paid', 'work_order.released'], target_url: receiver.url })
-  const event = { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { invoice_id: 'inv_1', amount: 12.5 } }
+  const event = {
+    topic: 'invoice.paid',
+    org_ref_id: i.orgRefId,
+    entity_ref_id: i.entityRefId,
+    data: { invoice_id: 'inv_1', amount: 12.5 }
+  }
 
-  const noToken = await app.inject({ method: 'POST', url: '/events', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(event) })
+  const noToken = await app.inject({
+    method: 'POST',
+    url: '/events',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(event)
+  })
   t.equal(noToken.statusCode, 401)
   t.equal(noToken.json().error, 'invalid_token')
-  const marketplace = await app.inject({ method: 'POST', url: '/events', headers: json(i.accessToken), payload: JSON.stringify(event) })
+  const marketplace = await app.inject({
+    method: 'POST',
+    url: '/events',
+    headers: json(i.accessToken),
+    payload: JSON.stringify(event)
+  })
   t.equal(marketplace.statusCode, 401, 'an access token is not the events token')
 
   const planned = await publish(app, { ...event, topic: 'work_order.released' })
@@ -155,7 +227,9 @@ t.test('a delivery: exact bytes, signatures, headers, counters', async t => {
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
   const data = { invoice_id: 'inv_9', total: '100.00', note: 'unicode ✓ "quoted"' }
-  const accepted = (await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data })).json()
+  const accepted = (
+    await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data })
+  ).json()
   const [got] = await receiver.waitFor(1)
   const r = got!
 
@@ -176,71 +250,143 @@ t.test('a delivery: exact bytes, signatures, headers, counters', async t => {
   t.match(body, { id: accepted.id, topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data })
   t.match(body.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
 
-  const [item] = await eventually(() => listing(app, i), l => l[0]?.LastDeliveryStatus === 200)
+  const [item] = await eventually(
+    () => listing(app, i),
+    l => l[0]?.LastDeliveryStatus === 200
+  )
   t.equal(item.LastDeliveryStatus, 200)
   t.equal(item.ConsecutiveFailures, 0)
   t.match(item.LastDeliveryAt, /Z$/)
 
-  const log = await app.inject({ method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries`, headers: bearer(i.accessToken) })
-  t.match(log.json().attempts, [{ event_id: accepted.id, topic: 'invoice.paid', attempt: 1, response_status: 200, response_body: 'ok', delivery_status: 'succeeded' }])
+  const log = await app.inject({
+    method: 'GET',
+    url: `${hooks(i)}/${sub.id}/deliveries`,
+    headers: bearer(i.accessToken)
+  })
+  t.match(log.json().attempts, [
+    {
+      event_id: accepted.id,
+      topic: 'invoice.paid',
+      attempt: 1,
+      response_status: 200,
+      response_body: 'ok',
+      delivery_status: 'succeeded'
+    }
+  ])
 })
 
 t.test('a 500 then a success: retried with the same bytes, and the success resets the counter', async t => {
   let calls = 0
-  const receiver = await startReceiver(t, (_r, res) => { calls++; res.statusCode = calls === 1 ? 500 : 204; res.end(calls === 1 ? 'boom' : '') })
+  const receiver = await startReceiver(t, (_r, res) => {
+    calls++
+    res.statusCode = calls === 1 ? 500 : 204
+    res.end(calls === 1 ? 'boom' : '')
+  })
   const app = await build(t, RECEIVER_ENV(receiver.caFile))
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['bill.created'], target_url: receiver.url })).json()
-  await publish(app, { topic: 'bill.created', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { bill_id: 'b1' } })
+  await publish(app, {
+    topic: 'bill.created',
+    org_ref_id: i.orgRefId,
+    entity_ref_id: i.entityRefId,
+    data: { bill_id: 'b1' }
+  })
   const [a, b] = await receiver.waitFor(2)
   t.same(a!.body, b!.body, 'the same bytes on the retry')
   t.equal(a!.headers['x-service-event-id'], b!.headers['x-service-event-id'])
   t.equal(a!.headers['x-service-signature'], b!.headers['x-service-signature'])
   t.equal(b!.headers['x-service-delivery-attempt'], '2')
-  const [item] = await eventually(() => listing(app, i), l => l[0]?.LastDeliveryStatus === 204)
+  const [item] = await eventually(
+    () => listing(app, i),
+    l => l[0]?.LastDeliveryStatus === 204
+  )
   t.equal(item.ConsecutiveFailures, 0, 'the success reset the count')
-  const log = (await app.inject({ method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries`, headers: bearer(i.accessToken) })).json().attempts
-  t.match(log, [{ attempt: 2, response_status: 204 }, { attempt: 1, response_status: 500, response_body: 'boom' }], 'newest first')
+  const log = (
+    await app.inject({ method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries`, headers: bearer(i.accessToken) })
+  ).json().attempts
+  t.match(
+    log,
+    [
+      { attempt: 2, response_status: 204 },
+      { attempt: 1, response_status: 500, response_body: 'boom' }
+    ],
+    'newest first'
+  )
 })
 
 t.test('a 3xx is a failure and is not followed', async t => {
   const receiver = await startReceiver(t, (r, res) => {
-    if (r.path === '/hooks') { res.statusCode = 302; res.setHeader('location', '/elsewhere'); res.end() } else res.end('followed')
+    if (r.path === '/hooks') {
+      res.statusCode = 302
+      res.setHeader('location', '/elsewhere')
+      res.end()
+    } else res.end('followed')
   })
   const app = await build(t, RECEIVER_ENV(receiver.caFile, { WEBHOOK_RETRY_SCHEDULE: '3600' }))
   const i = await install(app)
   await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
-  const [item] = await eventually(() => listing(app, i), l => l[0]?.LastDeliveryStatus === 302)
+  const [item] = await eventually(
+    () => listing(app, i),
+    l => l[0]?.LastDeliveryStatus === 302
+  )
   t.equal(item.LastDeliveryStatus, 302)
   t.equal(item.ConsecutiveFailures, 1)
-  t.same(receiver.received.map(r => r.path), ['/hooks'], 'the redirect was not followed')
+  t.same(
+    receiver.received.map(r => r.path),
+    ['/hooks'],
+    'the redirect was not followed'
+  )
 })
 
 t.test('automatic disabling after consecutive failures (thresholds lowered by config)', async t => {
-  const receiver = await startReceiver(t, (_r, res) => { res.statusCode = 503; res.end() })
-  const app = await build(t, RECEIVER_ENV(receiver.caFile, { WEBHOOK_DISABLE_AFTER_FAILURES: '3', WEBHOOK_DISABLE_AFTER_HOURS: '0' }))
+  const receiver = await startReceiver(t, (_r, res) => {
+    res.statusCode = 503
+    res.end()
+  })
+  const app = await build(
+    t,
+    RECEIVER_ENV(receiver.caFile, { WEBHOOK_DISABLE_AFTER_FAILURES: '3', WEBHOOK_DISABLE_AFTER_HOURS: '0' })
+  )
   const i = await install(app)
   await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
-  const all = await eventually(() => listing(app, i, '?include_inactive=true'), l => l[0]?.IsActive === false)
-  t.match(all, [{ IsActive: false, DisabledReason: 'consecutive_failures', ConsecutiveFailures: 3, LastDeliveryStatus: 503 }])
+  const all = await eventually(
+    () => listing(app, i, '?include_inactive=true'),
+    l => l[0]?.IsActive === false
+  )
+  t.match(all, [
+    { IsActive: false, DisabledReason: 'consecutive_failures', ConsecutiveFailures: 3, LastDeliveryStatus: 503 }
+  ])
   t.same(await listing(app, i), [], 'no longer listed as active')
   await new Promise(resolve => setTimeout(resolve, 200))
   t.equal(receiver.received.length, 3, 'no attempt after disabling')
 })
 
 t.test('a 410 disables at once and cancels what is pending', async t => {
-  const receiver = await startReceiver(t, (_r, res) => { res.statusCode = 410; res.end() })
+  const receiver = await startReceiver(t, (_r, res) => {
+    res.statusCode = 410
+    res.end()
+  })
   const app = await build(t, RECEIVER_ENV(receiver.caFile))
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
-  const all = await eventually(() => listing(app, i, '?include_inactive=true'), l => l[0]?.IsActive === false)
+  const all = await eventually(
+    () => listing(app, i, '?include_inactive=true'),
+    l => l[0]?.IsActive === false
+  )
   t.match(all, [{ IsActive: false, DisabledReason: 'gone', ConsecutiveFailures: 1, LastDeliveryStatus: 410 }])
-  const log = (await app.inject({ method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries`, headers: bearer(i.accessToken) })).json().attempts
+  const log = (
+    await app.inject({ method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries`, headers: bearer(i.accessToken) })
+  ).json().attempts
   t.match(log, [{ response_status: 410, delivery_status: 'failed' }])
-  const after = await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  const after = await publish(app, {
+    topic: 'invoice.paid',
+    org_ref_id: i.orgRefId,
+    entity_ref_id: i.entityRefId,
+    data: {}
+  })
   t.equal(after.json().deliveries, 0)
 })
 
@@ -249,10 +395,25 @@ t.test('planned topics are never delivered; an uninstalled install gets nothing'
   const app = await build(t, RECEIVER_ENV(receiver.caFile))
   const i = await install(app)
   await subscribe(app, i, { topics: ['work_order.completed', 'invoice.paid'], target_url: receiver.url })
-  t.equal((await publish(app, { topic: 'work_order.completed', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })).statusCode, 422)
+  t.equal(
+    (
+      await publish(app, {
+        topic: 'work_order.completed',
+        org_ref_id: i.orgRefId,
+        entity_ref_id: i.entityRefId,
+        data: {}
+      })
+    ).statusCode,
+    422
+  )
 
   await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })
-  const res = await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  const res = await publish(app, {
+    topic: 'invoice.paid',
+    org_ref_id: i.orgRefId,
+    entity_ref_id: i.entityRefId,
+    data: {}
+  })
   t.equal(res.statusCode, 202)
   t.equal(res.json().deliveries, 0)
   await new Promise(resolve => setTimeout(resolve, 300))
@@ -260,30 +421,56 @@ t.test('planned topics are never delivered; an uninstalled install gets nothing'
 })
 
 t.test('deleting a subscription cancels its pending deliveries; a manual retry sends again', async t => {
-  const receiver = await startReceiver(t, (_r, res) => { res.statusCode = 500; res.end() })
+  const receiver = await startReceiver(t, (_r, res) => {
+    res.statusCode = 500
+    res.end()
+  })
   const app = await build(t, RECEIVER_ENV(receiver.caFile, { WEBHOOK_RETRY_SCHEDULE: '3600' }))
   const i = await install(app)
   const keep = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
   const drop = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url + '?drop' })).json()
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
   await receiver.waitFor(2)
-  const attempts = async (id: string) => (await app.inject({ method: 'GET', url: `${hooks(i)}/${id}/deliveries`, headers: bearer(i.accessToken) })).json().attempts
-  const [first] = await eventually(() => attempts(drop.id), l => l.length === 1)
+  const attempts = async (id: string) =>
+    (await app.inject({ method: 'GET', url: `${hooks(i)}/${id}/deliveries`, headers: bearer(i.accessToken) })).json()
+      .attempts
+  const [first] = await eventually(
+    () => attempts(drop.id),
+    l => l.length === 1
+  )
   t.equal(first.delivery_status, 'pending', 'waiting an hour for its retry')
 
   await app.inject({ method: 'DELETE', url: `${hooks(i)}/${drop.id}`, headers: bearer(i.accessToken) })
   t.equal((await attempts(drop.id))[0].delivery_status, 'cancelled')
-  const refused = await app.inject({ method: 'POST', url: `${hooks(i)}/${drop.id}/deliveries/${first.delivery_id}/retry`, headers: bearer(i.accessToken) })
+  const refused = await app.inject({
+    method: 'POST',
+    url: `${hooks(i)}/${drop.id}/deliveries/${first.delivery_id}/retry`,
+    headers: bearer(i.accessToken)
+  })
   t.equal(refused.statusCode, 409)
 
   receiver.respond = (_r, res) => res.end('fine now')
   const [pending] = await attempts(keep.id)
-  const retry = await app.inject({ method: 'POST', url: `${hooks(i)}/${keep.id}/deliveries/${pending.delivery_id}/retry`, headers: bearer(i.accessToken) })
+  const retry = await app.inject({
+    method: 'POST',
+    url: `${hooks(i)}/${keep.id}/deliveries/${pending.delivery_id}/retry`,
+    headers: bearer(i.accessToken)
+  })
   t.equal(retry.statusCode, 202)
   t.same(retry.json(), { delivery_id: pending.delivery_id, status: 'pending' })
-  const log = await eventually(() => attempts(keep.id), l => l.length === 2)
-  t.match(log, [{ attempt: 2, response_status: 200, delivery_status: 'succeeded' }, { attempt: 1, response_status: 500 }])
-  const unknown = await app.inject({ method: 'POST', url: `${hooks(i)}/${keep.id}/deliveries/dlv_nope/retry`, headers: bearer(i.accessToken) })
+  const log = await eventually(
+    () => attempts(keep.id),
+    l => l.length === 2
+  )
+  t.match(log, [
+    { attempt: 2, response_status: 200, delivery_status: 'succeeded' },
+    { attempt: 1, response_status: 500 }
+  ])
+  const unknown = await app.inject({
+    method: 'POST',
+    url: `${hooks(i)}/${keep.id}/deliveries/dlv_nope/retry`,
+    headers: bearer(i.accessToken)
+  })
   t.equal(unknown.statusCode, 404)
 })
 
@@ -294,17 +481,28 @@ t.test('a time-out counts as a failure with LastDeliveryStatus 0', async t => {
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
-  const [item] = await eventually(() => listing(app, i), l => l[0]?.LastDeliveryStatus !== null, 25_000)
+  const [item] = await eventually(
+    () => listing(app, i),
+    l => l[0]?.LastDeliveryStatus !== null,
+    25_000
+  )
   t.equal(item.LastDeliveryStatus, 0)
   t.equal(item.ConsecutiveFailures, 1)
-  const [attempt] = (await app.inject({ method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries`, headers: bearer(i.accessToken) })).json().attempts
+  const [attempt] = (
+    await app.inject({ method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries`, headers: bearer(i.accessToken) })
+  ).json().attempts
   t.match(attempt, { response_status: 0, error: /timed out/ })
   t.ok(attempt.duration_ms >= 14_900 && attempt.duration_ms < 20_000, `gave up after ${attempt.duration_ms} ms`)
 })
 
 t.test('closing the app lets an attempt in flight finish and records it', async t => {
   let answeredAt = 0
-  const receiver = await startReceiver(t, (_r, res) => setTimeout(() => { answeredAt = Date.now(); res.end('late') }, 1_000))
+  const receiver = await startReceiver(t, (_r, res) =>
+    setTimeout(() => {
+      answeredAt = Date.now()
+      res.end('late')
+    }, 1_000)
+  )
   const app = await build(t, RECEIVER_ENV(receiver.caFile))
   const i = await install(app)
   await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })

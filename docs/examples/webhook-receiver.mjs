@@ -24,7 +24,8 @@ export function createHandler ({ secret, onEvent, seen = new Set() }) {
     req.on('end', async () => {
       // Verify the raw bytes as received: re-serialised JSON would not match.
       const raw = Buffer.concat(chunks)
-      if (!verifySignature(secret, raw, req.headers['x-service-signature'])) return res.writeHead(401).end('bad signature')
+      const signature = req.headers['x-service-signature']
+      if (!verifySignature(secret, raw, signature)) return res.writeHead(401).end('bad signature')
       const eventId = req.headers['x-service-event-id']
       if (seen.has(eventId)) return res.writeHead(200).end('already processed')
       try {

@@ -53,69 +53,88 @@ declare module 'fastify' {
 
 /** RFC 7638 JWK thumbprint: the `kid` follows the key, so a new key gets a new kid without configuration. */
 function thumbprint (jwk: { e?: string, kty?: string, n?: string }): string {
-  return createHash('sha256').update(JSON.stringify({ e: jwk.e, kty: jwk.kty, n: jwk.n })).digest('base64url')
+  return createHash('sha256')
+    .update(JSON.stringify({ e: jwk.e, kty: jwk.kty, n: jwk.n }))
+    .digest('base64url')
 }
 
 const isString = (v: unknown): v is string => typeof v === 'string' && v.length > 0
 
 /** Signs and verifies marketplace access tokens: RS256 only, `typ` at+jwt, pinned `aud` and `iss`. */
-export default fp(async (app) => {
-  const { tokenSigningKey, publicBaseUrl } = app.config
-  const publicJwk = createPublicKey(tokenSigningKey).export({ format: 'jwk' })
-  const kid = thumbprint(publicJwk)
-  const publicPem = createPublicKey(tokenSigningKey).export({ format: 'pem', type: 'spki' }).toString()
+export default fp(
+  async app => {
+    const { tokenSigningKey, publicBaseUrl } = app.config
+    const publicJwk = createPublicKey(tokenSigningKey).export({ format: 'jwk' })
+    const kid = thumbprint(publicJwk)
+    const publicPem = createPublicKey(tokenSigningKey).export({ format: 'pem', type: 'spki' }).toString()
 
-  await app.register(fastifyJwt, {
-    namespace: 'marketplace',
-    secret: { private: tokenSigningKey, public: publicPem },
-    sign: { algorithm: 'RS256', kid, header: { alg: 'RS256', typ: ACCESS_TOKEN_TYPE }, iss: publicBaseUrl, aud: ACCESS_TOKEN_AUDIENCE },
-    verify: {
-      algorithms: ['RS256'],
-      allowedAud: ACCESS_TOKEN_AUDIENCE,
-      allowedIss: publicBaseUrl,
-      requiredClaims: ['iss', 'aud', 'sub', 'exp', 'iat'],
-      // Expiry is checked below, after audience and issuer, so that the pipeline's rows keep their order.
-      ignoreExpiration: true,
-      complete: true,
-      // RS256 verification dominates a request's cost; a verified token is remembered (bounded LRU).
-      cache: 10_000
-    }
-  })
-  const jwt = (app.jwt as unknown as { marketplace: JWT }).marketplace
+    await app.register(fastifyJwt, {
+      namespace: 'marketplace',
+      secret: { private: tokenSigningKey, public: publicPem },
+      sign: {
+        algorithm: 'RS256',
+        kid,
+        header: { alg: 'RS256', typ: ACCESS_TOKEN_TYPE },
+        iss: publicBaseUrl,
+        aud: ACCESS_TOKEN_AUDIENCE
+      },
+      verify: {
+        algorithms: ['RS256'],
+        allowedAud: ACCESS_TOKEN_AUDIENCE,
+        allowedIss: publicBaseUrl,
+        requiredClaims: ['iss', 'aud', 'sub', 'exp', 'iat'],
+        // Expiry is checked below, after audience and issuer, so that the pipeline's rows keep their order.
+        ignoreExpiration: true,
+        complete: true,
+        // RS256 verification dominates a request's cost; a verified token is remembered (bounded LRU).
+        cache: 10_000
+      }
+    })
+    const jwt = (app.jwt as unknown as { marketplace: JWT }).marketplace
 
-  app.decorate('accessTokens', {
-    kid,
-    jwks: { keys: [{ ...publicJwk, kid, use: 'sig', alg: 'RS256' }] },
-    issue (s: TokenSubject, issuedAtMs: number) {
-      const iat = Math.floor(issuedAtMs / 1000)
-      return jwt.sign({
-        sub: s.installId,
-        client_id: s.clientId,
-        org_ref_id: s.orgRefId,
-        entity_ref_id: s.entityRefId,
-        scope: s.scopes.join(' '),
-        iat,
-        exp: iat + ACCESS_TOKEN_TTL_S,
-        jti: uuidv7(issuedAtMs)
-      })
-    },
-    verify (token: string): VerifiedClaims {
-      let decoded: { header: { typ?: unknown, kid?: unknown }, payload: Record<string, unknown> }
-      try {
-        decoded = jwt.verify(token)
-      } catch {
-        throw errors.invalidAccessToken()
+    app.decorate('accessTokens', {
+      kid,
+      jwks: { keys: [{ ...publicJwk, kid, use: 'sig', alg: 'RS256' }] },
+      issue (s: TokenSubject, issuedAtMs: number) {
+        const iat = Math.floor(issuedAtMs / 1000)
+        return jwt.sign({
+          sub: s.installId,
+          client_id: s.clientId,
+          org_ref_id: s.orgRefId,
+          entity_ref_id: s.entityRefId,
+          scope: s.scopes.join(' '),
+          iat,
+          exp: iat + ACCESS_TOKEN_TTL_S,
+          jti: uuidv7(issuedAtMs)
+        })
+      },
+      verify (token: string): VerifiedClaims {
+        let decoded: { header: { typ?: unknown, kid?: unknown }, payload: Record<string, unknown> }
+        try {
+          decoded = jwt.verify(token)
+        } catch {
+          throw errors.invalidAccessToken()
+        }
+        const { header, payload: c } = decoded
+        if (
+          header.typ !== ACCESS_TOKEN_TYPE ||
+          header.kid !== kid ||
+          !isString(c.sub) ||
+          !isString(c.client_id) ||
+          !isString(c.org_ref_id) ||
+          !isString(c.entity_ref_id) ||
+          typeof c.iat !== 'number' ||
+          typeof c.exp !== 'number'
+        ) {
+          throw errors.invalidAccessToken()
+        }
+        const issuedAtMs = typeof c.jti === 'string' ? uuidv7Time(c.jti) : undefined
+        // A token "issued" in the future was not issued by this service's clock.
+        if (issuedAtMs === undefined || c.iat * 1000 > Date.now() + MAX_CLOCK_SKEW_MS) throw errors.invalidAccessToken()
+        if (c.exp * 1000 <= Date.now()) throw errors.accessTokenExpired()
+        return { ...(c as unknown as AccessClaims), issuedAtMs }
       }
-      const { header, payload: c } = decoded
-      if (header.typ !== ACCESS_TOKEN_TYPE || header.kid !== kid || !isString(c.sub) || !isString(c.client_id) ||
-          !isString(c.org_ref_id) || !isString(c.entity_ref_id) || typeof c.iat !== 'number' || typeof c.exp !== 'number') {
-        throw errors.invalidAccessToken()
-      }
-      const issuedAtMs = typeof c.jti === 'string' ? uuidv7Time(c.jti) : undefined
-      // A token "issued" in the future was not issued by this service's clock.
-      if (issuedAtMs === undefined || c.iat * 1000 > Date.now() + MAX_CLOCK_SKEW_MS) throw errors.invalidAccessToken()
-      if (c.exp * 1000 <= Date.now()) throw errors.accessTokenExpired()
-      return { ...(c as unknown as AccessClaims), issuedAtMs }
-    }
-  })
-}, { name: 'access-tokens', dependencies: ['config'] })
+    })
+  },
+  { name: 'access-tokens', dependencies: ['config'] }
+)

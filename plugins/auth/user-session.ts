@@ -53,44 +53,56 @@ function looksLikeMarketplaceToken (jwt: JWT, token: string): boolean {
 
 /** Signs a user session token the way the accounting system issues them (development and tests). */
 export function signUserSession (secret: string, user: SessionUser, ttlSeconds = 12 * 3600): string {
-  const sign = createSigner({ key: secret, algorithm: 'HS256', aud: USER_SESSION_AUDIENCE, expiresIn: ttlSeconds * 1000 })
+  const sign = createSigner({
+    key: secret,
+    algorithm: 'HS256',
+    aud: USER_SESSION_AUDIENCE,
+    expiresIn: ttlSeconds * 1000
+  })
   return sign({ sub: user.sub, org_ref_id: user.orgRefId, entity_ref_ids: user.entityRefIds })
 }
 
 /** User session JWTs issued by the accounting system: HS256 only, `aud` user_session. */
-export default fp(async (app) => {
-  await app.register(fastifyJwt, {
-    namespace: 'user',
-    decoratorName: 'jwtUser',
-    secret: app.config.userSessionSecret,
-    verify: { algorithms: ['HS256'], allowedAud: USER_SESSION_AUDIENCE, requiredClaims: ['sub', 'aud'], cache: 1_000 }
-  })
-  const jwt = (app.jwt as unknown as { user: JWT }).user
-  app.decorateRequest('sessionUser', null)
+export default fp(
+  async app => {
+    await app.register(fastifyJwt, {
+      namespace: 'user',
+      decoratorName: 'jwtUser',
+      secret: app.config.userSessionSecret,
+      verify: { algorithms: ['HS256'], allowedAud: USER_SESSION_AUDIENCE, requiredClaims: ['sub', 'aud'], cache: 1_000 }
+    })
+    const jwt = (app.jwt as unknown as { user: JWT }).user
+    app.decorateRequest('sessionUser', null)
 
-  app.decorate('userSessions', {
-    sign: (user: SessionUser, ttlSeconds?: number) => signUserSession(app.config.userSessionSecret, user, ttlSeconds),
-    authenticate (request: FastifyRequest): SessionUser {
-      const auth = request.headers.authorization
-      const bearer = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : undefined
-      const token = bearer || readCookie(request.headers.cookie, SESSION_COOKIE)
-      if (!token) throw errors.missingUserSession()
-      if (looksLikeMarketplaceToken(jwt, token)) throw errors.marketplaceTokenOnUserRoute()
-      let claims: { sub?: unknown, org_ref_id?: unknown, entity_ref_ids?: unknown }
-      try {
-        claims = jwt.verify(token)
-      } catch {
-        throw errors.invalidUserSession()
+    app.decorate('userSessions', {
+      sign: (user: SessionUser, ttlSeconds?: number) => signUserSession(app.config.userSessionSecret, user, ttlSeconds),
+      authenticate (request: FastifyRequest): SessionUser {
+        const auth = request.headers.authorization
+        const bearer = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : undefined
+        const token = bearer || readCookie(request.headers.cookie, SESSION_COOKIE)
+        if (!token) throw errors.missingUserSession()
+        if (looksLikeMarketplaceToken(jwt, token)) throw errors.marketplaceTokenOnUserRoute()
+        let claims: { sub?: unknown, org_ref_id?: unknown, entity_ref_ids?: unknown }
+        try {
+          claims = jwt.verify(token)
+        } catch {
+          throw errors.invalidUserSession()
+        }
+        const { sub, org_ref_id: org, entity_ref_ids: entities } = claims
+        if (
+          typeof sub !== 'string' ||
+          typeof org !== 'string' ||
+          !Array.isArray(entities) ||
+          !entities.every(e => typeof e === 'string')
+        ) {
+          throw errors.invalidUserSession()
+        }
+        return { sub, orgRefId: org, entityRefIds: entities }
+      },
+      async requireUser (request: FastifyRequest) {
+        request.sessionUser = app.userSessions.authenticate(request)
       }
-      const { sub, org_ref_id: org, entity_ref_ids: entities } = claims
-      if (typeof sub !== 'string' || typeof org !== 'string' || !Array.isArray(entities) ||
-          !entities.every(e => typeof e === 'string')) {
-        throw errors.invalidUserSession()
-      }
-      return { sub, orgRefId: org, entityRefIds: entities }
-    },
-    async requireUser (request: FastifyRequest) {
-      request.sessionUser = app.userSessions.authenticate(request)
-    }
-  })
-}, { name: 'user-sessions', dependencies: ['config'] })
+    })
+  },
+  { name: 'user-sessions', dependencies: ['config'] }
+)

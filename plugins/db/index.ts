@@ -14,14 +14,22 @@ declare module 'fastify' {
 }
 
 /** Opens Postgres (`DATABASE_URL`) or the embedded database, migrates it, and closes it with the app. */
-export default fp(async (app) => {
-  const db = await openDb(app.config, app.log)
-  app.decorate('db', db)
-  app.addHook('onClose', async () => { await db.close() })
-  const applied = await migrate(db)
-  if (applied.length > 0) app.log.info({ applied }, 'migrations applied')
-}, { name: 'db', dependencies: ['config'] })
+export default fp(
+  async app => {
+    const db = await openDb(app.config, app.log)
+    app.decorate('db', db)
+    app.addHook('onClose', async () => {
+      await db.close()
+    })
+    const applied = await migrate(db)
+    if (applied.length > 0) app.log.info({ applied }, 'migrations applied')
+  },
+  { name: 'db', dependencies: ['config'] }
+)
 
-export async function openDb (config: { databaseUrl: string | undefined, embeddedDataDir: string }, log: Parameters<typeof createPostgres>[1]): Promise<Db> {
+export async function openDb (
+  config: { databaseUrl: string | undefined, embeddedDataDir: string },
+  log: Parameters<typeof createPostgres>[1]
+): Promise<Db> {
   return config.databaseUrl ? createPostgres(config.databaseUrl, log) : createEmbedded(config.embeddedDataDir)
 }

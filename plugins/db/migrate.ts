@@ -9,13 +9,17 @@ const MIGRATION_LOCK = 7_274_311
 
 /** Applies every `migrations/NNN_name.sql` not applied yet, each in its own transaction. Returns the names applied. */
 export async function migrate (db: Db): Promise<string[]> {
-  const files = readdirSync(MIGRATIONS_DIR).filter(f => /^\d+_.+\.sql$/.test(f)).sort()
-  return db.withAdvisoryLock(MIGRATION_LOCK, async (q) => {
+  const files = readdirSync(MIGRATIONS_DIR)
+    .filter(f => /^\d+_.+\.sql$/.test(f))
+    .sort()
+  return db.withAdvisoryLock(MIGRATION_LOCK, async q => {
     await q.exec(`create table if not exists schema_migrations (
       version text primary key,
       applied_at timestamptz not null default now()
     )`)
-    const done = new Set((await q.query<{ version: string }>('select version from schema_migrations')).map(r => r.version))
+    const done = new Set(
+      (await q.query<{ version: string }>('select version from schema_migrations')).map(r => r.version)
+    )
     const applied: string[] = []
     for (const file of files) {
       if (done.has(file)) continue

@@ -6,8 +6,14 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv'
 import {
-  CallToolRequestSchema, ErrorCode, isInitializeRequest, ListResourcesRequestSchema, ListToolsRequestSchema, McpError,
-  ReadResourceRequestSchema, SUPPORTED_PROTOCOL_VERSIONS
+  CallToolRequestSchema,
+  ErrorCode,
+  isInitializeRequest,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  SUPPORTED_PROTOCOL_VERSIONS
 } from '@modelcontextprotocol/sdk/types.js'
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js'
 import { VERSION } from '../../lib/root.js'
@@ -44,157 +50,199 @@ declare module 'fastify' {
  * shared tool registry. Sessions idle for MCP_SESSION_IDLE_MINUTES are closed; all close with the app.
  * It knows the protocol only: each plugin that owns a capability adds its tools and resources here.
  */
-export default fp(async (app) => {
-  const registry = createRegistry()
-  const { resources, dispatch } = registry
-  const resourceList = () => resources.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType }))
-  // One validator for every session: an Ajv instance per session would cost more than the session itself.
-  const jsonSchemaValidator = new AjvJsonSchemaValidator()
-  const sessions = new Map<string, Session>()
-  const idleMs = app.config.mcpSessionIdleMinutes * 60_000
+export default fp(
+  async app => {
+    const registry = createRegistry()
+    const { resources, dispatch } = registry
+    const resourceList = () =>
+      resources.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType }))
+    // One validator for every session: an Ajv instance per session would cost more than the session itself.
+    const jsonSchemaValidator = new AjvJsonSchemaValidator()
+    const sessions = new Map<string, Session>()
+    const idleMs = app.config.mcpSessionIdleMinutes * 60_000
 
-  function newServer (): Server {
-    const server = new Server(
-      { name: SERVER_NAME, title: 'Marketplace gateway', version: VERSION },
-      {
-        capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
-        instructions: 'Acts on one tenant of the accounting system as an installed marketplace app. Send the install\'s ' +
-          'access token as "Authorization: Bearer <token>"; tools act only in that token\'s organisation and entity.',
-        jsonSchemaValidator
+    function newServer (): Server {
+      const server = new Server(
+        { name: SERVER_NAME, title: 'Marketplace gateway', version: VERSION },
+        {
+          capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
+          instructions:
+            "Acts on one tenant of the accounting system as an installed marketplace app. Send the install's " +
+            'access token as "Authorization: Bearer <token>"; tools act only in that token\'s organisation and entity.',
+          jsonSchemaValidator
+        }
+      )
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: registry.described() }))
+      server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+        const principal = (extra.authInfo?.extra?.principal as Principal | undefined) ?? null
+        const result = await dispatch(req.params.name, req.params.arguments, principal)
+        if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`)
+        return result
       })
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: registry.described() }))
-    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-      const principal = (extra.authInfo?.extra?.principal as Principal | undefined) ?? null
-      const result = await dispatch(req.params.name, req.params.arguments, principal)
-      if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`)
-      return result
-    })
-    server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: resourceList() }))
-    server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
-      const resource = resources.find(r => r.uri === req.params.uri)
-      if (!resource) throw new McpError(-32002, `Resource not found: ${req.params.uri}`)
-      return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: resource.read() }] }
-    })
-    return server
-  }
-
-  async function closeSession (id: string): Promise<void> {
-    const session = sessions.get(id)
-    if (!session) return
-    sessions.delete(id)
-    await session.transport.close().catch(() => {})
-    await session.server.close().catch(() => {})
-  }
-
-  const sweeper = setInterval(() => {
-    const cutoff = Date.now() - idleMs
-    for (const [id, s] of sessions) if (s.lastSeen < cutoff) closeSession(id).catch(() => {})
-  }, Math.min(30_000, Math.max(100, idleMs / 4)))
-  sweeper.unref()
-  // preClose, not onClose: an open GET event stream would otherwise keep the server from closing.
-  app.addHook('preClose', async () => {
-    clearInterval(sweeper)
-    await Promise.all([...sessions.keys()].map(closeSession))
-  })
-
-  /**
-   * `tools/call` on an established session is the hot path. The SDK's Node transport converts every request to a
-   * web-standard Request and back, which costs four times what the tool does (bench/mcp.ts profile); so a
-   * well-formed call is answered here, as a plain JSON response (which streamable HTTP allows), by the same
-   * dispatcher the SDK server uses. Anything else, malformed calls included, goes through the SDK.
-   */
-  function fastToolCall (request: FastifyRequest): { id: string | number, name: string, args: unknown } | undefined {
-    const body = request.body as { jsonrpc?: unknown, id?: unknown, method?: unknown, params?: { name?: unknown, arguments?: unknown } }
-    if (request.method !== 'POST' || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return undefined
-    if (typeof body.id !== 'string' && typeof body.id !== 'number') return undefined
-    if (typeof body.params?.name !== 'string') return undefined
-    const args = body.params.arguments
-    if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) return undefined
-    const accept = request.headers.accept ?? ''
-    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return undefined
-    const version = request.headers['mcp-protocol-version']
-    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) return undefined
-    return { id: body.id, name: body.params.name, args }
-  }
-
-  /** JSON-RPC -32602 for the requests whose params the SDK would otherwise reject as an internal error. */
-  function invalidParams (body: unknown): { id: string | number, message: string } | undefined {
-    const b = body as { id?: unknown, method?: unknown, params?: Record<string, unknown> }
-    if (typeof b.id !== 'string' && typeof b.id !== 'number') return undefined
-    const params = b.params
-    const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v)
-    if (b.method === 'tools/call') {
-      if (!isObject(params) || typeof params!.name !== 'string') return { id: b.id, message: 'params.name must be a string.' }
-      if (params!.arguments !== undefined && !isObject(params!.arguments)) return { id: b.id, message: 'params.arguments must be an object.' }
+      server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: resourceList() }))
+      server.setRequestHandler(ReadResourceRequestSchema, async req => {
+        const resource = resources.find(r => r.uri === req.params.uri)
+        if (!resource) throw new McpError(-32002, `Resource not found: ${req.params.uri}`)
+        return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: resource.read() }] }
+      })
+      return server
     }
-    if (b.method === 'resources/read' && (!isObject(params) || typeof params!.uri !== 'string')) {
-      return { id: b.id, message: 'params.uri must be a string.' }
-    }
-    return undefined
-  }
 
-  async function handle (request: FastifyRequest, reply: FastifyReply, principal: Principal | null): Promise<string | undefined> {
-    const header = request.headers['mcp-session-id']
-    const sessionId = Array.isArray(header) ? header[0] : header
-    let session = sessionId ? sessions.get(sessionId) : undefined
-    // A session answers only to the credentials that opened it; to anyone else it does not exist.
-    if (sessionId && (!session || session.installId !== (principal?.installId ?? null))) {
-      sendError(reply, errors.mcpSessionNotFound())
+    async function closeSession (id: string): Promise<void> {
+      const session = sessions.get(id)
+      if (!session) return
+      sessions.delete(id)
+      await session.transport.close().catch(() => {})
+      await session.server.close().catch(() => {})
+    }
+
+    const sweeper = setInterval(
+      () => {
+        const cutoff = Date.now() - idleMs
+        for (const [id, s] of sessions) if (s.lastSeen < cutoff) closeSession(id).catch(() => {})
+      },
+      Math.min(30_000, Math.max(100, idleMs / 4))
+    )
+    sweeper.unref()
+    // preClose, not onClose: an open GET event stream would otherwise keep the server from closing.
+    app.addHook('preClose', async () => {
+      clearInterval(sweeper)
+      await Promise.all([...sessions.keys()].map(closeSession))
+    })
+
+    /**
+     * `tools/call` on an established session is the hot path. The SDK's Node transport converts every request to a
+     * web-standard Request and back, which costs four times what the tool does (bench/mcp.ts profile); so a
+     * well-formed call is answered here, as a plain JSON response (which streamable HTTP allows), by the same
+     * dispatcher the SDK server uses. Anything else, malformed calls included, goes through the SDK.
+     */
+    function fastToolCall (request: FastifyRequest): { id: string | number, name: string, args: unknown } | undefined {
+      const body = request.body as {
+        jsonrpc?: unknown
+        id?: unknown
+        method?: unknown
+        params?: { name?: unknown, arguments?: unknown }
+      }
+      if (request.method !== 'POST' || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return undefined
+      if (typeof body.id !== 'string' && typeof body.id !== 'number') return undefined
+      if (typeof body.params?.name !== 'string') return undefined
+      const args = body.params.arguments
+      if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) return undefined
+      const accept = request.headers.accept ?? ''
+      if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return undefined
+      const version = request.headers['mcp-protocol-version']
+      if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) return undefined
+      return { id: body.id, name: body.params.name, args }
+    }
+
+    /** JSON-RPC -32602 for the requests whose params the SDK would otherwise reject as an internal error. */
+    function invalidParams (body: unknown): { id: string | number, message: string } | undefined {
+      const b = body as { id?: unknown, method?: unknown, params?: Record<string, unknown> }
+      if (typeof b.id !== 'string' && typeof b.id !== 'number') return undefined
+      const params = b.params
+      const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v)
+      if (b.method === 'tools/call') {
+        if (!isObject(params) || typeof params!.name !== 'string') {
+          return { id: b.id, message: 'params.name must be a string.' }
+        }
+        if (params!.arguments !== undefined && !isObject(params!.arguments)) {
+          return { id: b.id, message: 'params.arguments must be an object.' }
+        }
+      }
+      if (b.method === 'resources/read' && (!isObject(params) || typeof params!.uri !== 'string')) {
+        return { id: b.id, message: 'params.uri must be a string.' }
+      }
       return undefined
     }
-    let opened: Session | undefined
-    if (!session) {
-      if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
-        sendError(reply, errors.mcpNoSession())
+
+    async function handle (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      principal: Principal | null
+    ): Promise<string | undefined> {
+      const header = request.headers['mcp-session-id']
+      const sessionId = Array.isArray(header) ? header[0] : header
+      let session = sessionId ? sessions.get(sessionId) : undefined
+      // A session answers only to the credentials that opened it; to anyone else it does not exist.
+      if (sessionId && (!session || session.installId !== (principal?.installId ?? null))) {
+        sendError(reply, errors.mcpSessionNotFound())
         return undefined
       }
-      const entry: Session = {
-        server: newServer(),
-        installId: principal?.installId ?? null,
-        lastSeen: Date.now(),
-        transport: new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          onsessioninitialized: id => { sessions.set(id, entry) },
-          onsessionclosed: id => closeSession(id)
-        })
+      let opened: Session | undefined
+      if (!session) {
+        if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
+          sendError(reply, errors.mcpNoSession())
+          return undefined
+        }
+        const entry: Session = {
+          server: newServer(),
+          installId: principal?.installId ?? null,
+          lastSeen: Date.now(),
+          transport: new StreamableHTTPServerTransport({
+            sessionIdGenerator: () => randomUUID(),
+            onsessioninitialized: id => {
+              sessions.set(id, entry)
+            },
+            onsessionclosed: id => closeSession(id)
+          })
+        }
+        entry.transport.onclose = () => {
+          if (entry.transport.sessionId) sessions.delete(entry.transport.sessionId)
+        }
+        await entry.server.connect(entry.transport)
+        session = opened = entry
       }
-      entry.transport.onclose = () => { if (entry.transport.sessionId) sessions.delete(entry.transport.sessionId) }
-      await entry.server.connect(entry.transport)
-      session = opened = entry
-    }
-    session.lastSeen = Date.now()
+      session.lastSeen = Date.now()
 
-    const call = fastToolCall(request)
-    if (call) {
-      const result = await dispatch(call.name, call.args, principal)
-      reply.type('application/json').send(result
-        ? { jsonrpc: '2.0', id: call.id, result }
-        : { jsonrpc: '2.0', id: call.id, error: { code: ErrorCode.InvalidParams, message: `Unknown tool: ${call.name}` } })
-      return undefined
-    }
-    const invalid = request.method === 'POST' ? invalidParams(request.body) : undefined
-    if (invalid) {
-      reply.type('application/json').send({ jsonrpc: '2.0', id: invalid.id, error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${invalid.message}` } })
-      return undefined
+      const call = fastToolCall(request)
+      if (call) {
+        const result = await dispatch(call.name, call.args, principal)
+        reply
+          .type('application/json')
+          .send(
+            result
+              ? { jsonrpc: '2.0', id: call.id, result }
+              : {
+                  jsonrpc: '2.0',
+                  id: call.id,
+                  error: { code: ErrorCode.InvalidParams, message: `Unknown tool: ${call.name}` }
+                }
+          )
+        return undefined
+      }
+      const invalid = request.method === 'POST' ? invalidParams(request.body) : undefined
+      if (invalid) {
+        reply
+          .type('application/json')
+          .send({
+            jsonrpc: '2.0',
+            id: invalid.id,
+            error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${invalid.message}` }
+          })
+        return undefined
+      }
+
+      const raw = request.raw as IncomingMessage & { auth?: AuthInfo }
+      if (principal) {
+        raw.auth = { token: '', clientId: principal.clientId, scopes: principal.scopes, extra: { principal } }
+      }
+      // From here the SDK writes the answer (JSON or an SSE stream); Fastify steps aside.
+      reply.hijack()
+      for (const [name, value] of Object.entries(reply.getHeaders())) {
+        if (value !== undefined) reply.raw.setHeader(name, value)
+      }
+      await session.transport.handleRequest(raw, reply.raw, request.body)
+      return opened?.transport.sessionId
     }
 
-    const raw = request.raw as IncomingMessage & { auth?: AuthInfo }
-    if (principal) {
-      raw.auth = { token: '', clientId: principal.clientId, scopes: principal.scopes, extra: { principal } }
-    }
-    // From here the SDK writes the answer (JSON or an SSE stream); Fastify steps aside.
-    reply.hijack()
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value)
-    await session.transport.handleRequest(raw, reply.raw, request.body)
-    return opened?.transport.sessionId
-  }
-
-  app.decorate('mcp', {
-    addTool: registry.addTool,
-    addResource: registry.addResource,
-    tools: registry.tools,
-    resources,
-    activeSessions: () => sessions.size,
-    handle
-  })
-}, { name: 'mcp', dependencies: ['config'] })
+    app.decorate('mcp', {
+      addTool: registry.addTool,
+      addResource: registry.addResource,
+      tools: registry.tools,
+      resources,
+      activeSessions: () => sessions.size,
+      handle
+    })
+  },
+  { name: 'mcp', dependencies: ['config'] }
+)

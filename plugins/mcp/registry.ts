@@ -11,7 +11,10 @@ export interface ToolAnnotations {
 }
 
 export const READ_ONLY: ToolAnnotations = {
-  readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false
 }
 
 /** What a tool is: its schemas feed tools/list, /catalog.json and the agent card. */
@@ -33,8 +36,10 @@ export interface ToolDefinition<I extends TSchema = TSchema, O extends TSchema =
  * What a tool does, given arguments that passed its input schema. A tenant tool always gets a principal (the
  * dispatcher refuses the call without one); a public tool gets whatever the caller sent, maybe none.
  */
-export type ToolHandler<I extends TSchema, O extends TSchema> =
-  (args: Static<I>, principal: Principal) => Promise<Static<O>>
+export type ToolHandler<I extends TSchema, O extends TSchema> = (
+  args: Static<I>,
+  principal: Principal
+) => Promise<Static<O>>
 
 export interface Tool extends ToolDefinition {
   handler: (args: unknown, principal: Principal | null) => Promise<unknown>
@@ -93,7 +98,7 @@ export function createRegistry () {
     tools: tools as readonly Tool[],
     resources: resources as readonly Resource[],
 
-    addTool<I extends TSchema, O extends TSchema> (definition: ToolDefinition<I, O>, handler: ToolHandler<I, O>): void {
+    addTool<I extends TSchema, O extends TSchema>(definition: ToolDefinition<I, O>, handler: ToolHandler<I, O>): void {
       if (byName.has(definition.name)) throw new Error(`MCP tool ${definition.name} is already registered`)
       const tool: Tool = { ...definition, handler: handler as Tool['handler'] }
       tools.push(tool)
@@ -118,7 +123,11 @@ export function createRegistry () {
       const { tool, check } = entry
       const input = args ?? {}
       if (!check.Check(input)) {
-        const details = [...check.Errors(input)].map(e => ({ location: 'arguments', path: e.path || '/', message: e.message }))
+        const details = [...check.Errors(input)].map(e => ({
+          location: 'arguments',
+          path: e.path || '/',
+          message: e.message
+        }))
         return toolError(errors.validation(details, `Invalid arguments for ${name}.`))
       }
       if (!tool.public && !principal) return toolError(errors.missingToolToken(name))
@@ -127,7 +136,7 @@ export function createRegistry () {
         if (missing.length > 0) return toolError(errors.insufficientScope(tool.requiredScopes, missing))
       }
       try {
-        const result = await tool.handler(input, principal) as Record<string, unknown>
+        const result = (await tool.handler(input, principal)) as Record<string, unknown>
         return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result }
       } catch (err) {
         if (err instanceof ApiError) return toolError(err)

@@ -48,7 +48,11 @@ export class Sender {
       ? createSecureContext({ ca: [...rootCertificates, readFileSync(opts.caFile, 'utf8')] })
       : undefined
     this.agent = new Agent({
-      connect: { timeout: CONNECT_TIMEOUT_MS, lookup: guardedLookup(opts.allowPrivate), ...(secureContext ? { secureContext } : {}) },
+      connect: {
+        timeout: CONNECT_TIMEOUT_MS,
+        lookup: guardedLookup(opts.allowPrivate),
+        ...(secureContext ? { secureContext } : {})
+      },
       headersTimeout: TOTAL_TIMEOUT_MS,
       bodyTimeout: TOTAL_TIMEOUT_MS,
       connections: opts.connections
@@ -57,12 +61,20 @@ export class Sender {
 
   async send (a: Attempt): Promise<Outcome> {
     const started = performance.now()
-    const done = (o: Omit<Outcome, 'durationMs'>): Outcome => ({ ...o, durationMs: Math.round(performance.now() - started) })
+    const done = (o: Omit<Outcome, 'durationMs'>): Outcome => ({
+      ...o,
+      durationMs: Math.round(performance.now() - started)
+    })
     const url = new URL(a.targetUrl)
     const host = url.hostname.replace(/^\[|\]$/g, '')
     // Literal addresses never reach the lookup, so they are checked here.
     if (url.protocol !== 'https:' || (isIP(host) && !this.opts.allowPrivate && isBlockedAddress(host))) {
-      return done({ status: 0, responseBody: null, error: 'refused: target is not an allowed HTTPS address', retryAfterS: null })
+      return done({
+        status: 0,
+        responseBody: null,
+        error: 'refused: target is not an allowed HTTPS address',
+        retryAfterS: null
+      })
     }
     const timestamp = Math.floor(Date.now() / 1000)
     try {
@@ -92,16 +104,20 @@ export class Sender {
         if (kept >= KEPT_RESPONSE_BYTES) break
       }
       if (kept >= KEPT_RESPONSE_BYTES) res.body.destroy()
-      const retryAfter = res.statusCode === 429 || res.statusCode === 503 ? parseRetryAfter(res.headers['retry-after']) : null
+      const retryAfter =
+        res.statusCode === 429 || res.statusCode === 503 ? parseRetryAfter(res.headers['retry-after']) : null
       // Postgres text cannot hold NUL; the kept answer is for people to read.
       const text = Buffer.concat(chunks).toString('utf8').replace(/\0/g, '\uFFFD')
       return done({ status: res.statusCode, responseBody: text, error: null, retryAfterS: retryAfter })
     } catch (err) {
       const e = err as Error & { code?: string, cause?: { code?: string, message?: string } }
       const code = e.code ?? e.cause?.code
-      const message = e.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'
-        ? `timed out after ${TOTAL_TIMEOUT_MS / 1000} s`
-        : code === 'UND_ERR_CONNECT_TIMEOUT' ? `connect timed out after ${CONNECT_TIMEOUT_MS / 1000} s` : `${code ?? e.name}: ${e.cause?.message ?? e.message}`
+      const message =
+        e.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'
+          ? `timed out after ${TOTAL_TIMEOUT_MS / 1000} s`
+          : code === 'UND_ERR_CONNECT_TIMEOUT'
+            ? `connect timed out after ${CONNECT_TIMEOUT_MS / 1000} s`
+            : `${code ?? e.name}: ${e.cause?.message ?? e.message}`
       return done({ status: 0, responseBody: null, error: message.slice(0, 500), retryAfterS: null })
     }
   }

@@ -3,7 +3,12 @@ import { randomToken } from '../../lib/crypto.js'
 import { topicKind } from '../../lib/topics.js'
 import type { EventAccepted, EventBody } from '../../schemas/events.js'
 import type {
-  AttemptLog, CreateSubscriptionBody, CreatedSubscription, DeleteResult, RetryAccepted, SubscriptionListing
+  AttemptLog,
+  CreateSubscriptionBody,
+  CreatedSubscription,
+  DeleteResult,
+  RetryAccepted,
+  SubscriptionListing
 } from '../../schemas/webhooks.js'
 import type { Principal } from '../auth/access-state.js'
 import { errors } from '../errors.js'
@@ -16,7 +21,10 @@ export const MAX_ACTIVE_PER_INSTALL = 50
 const iso = (d: Date | null): string | null => d?.toISOString() ?? null
 
 /** A listing item in its mixed casing (docs/rules.md#subscriptions); `DisabledReason` only with include_inactive. */
-const listItemView = (s: Subscription, withReason: boolean): Static<typeof SubscriptionListing>['subscriptions'][number] => ({
+const listItemView = (
+  s: Subscription,
+  withReason: boolean
+): Static<typeof SubscriptionListing>['subscriptions'][number] => ({
   _id: s.id,
   Topics: s.topics,
   TargetUrl: s.targetUrl,
@@ -59,7 +67,10 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
   }
 
   return {
-    async subscribe (p: Principal, input: Static<typeof CreateSubscriptionBody>): Promise<Static<typeof CreatedSubscription>> {
+    async subscribe (
+      p: Principal,
+      input: Static<typeof CreateSubscriptionBody>
+    ): Promise<Static<typeof CreatedSubscription>> {
       const unknown = input.topics.filter(t => topicKind(t) === 'unknown')
       if (unknown.length > 0) throw errors.unknownTopic(unknown)
       const problem = await checkTargetUrl(input.target_url, opts.allowPrivateTargets)
@@ -67,17 +78,26 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
 
       const id = randomToken('whs_', 12)
       const secret = newSigningSecret()
-      const s = await store.insertSubscription({
-        id,
-        installId: p.installId,
-        orgRefId: p.orgRefId,
-        entityRefId: p.entityRefId,
-        topics: input.topics,
-        targetUrl: input.target_url,
-        secretCiphertext: encryptSecret(opts.secretKey, id, secret)
-      }, MAX_ACTIVE_PER_INSTALL)
+      const s = await store.insertSubscription(
+        {
+          id,
+          installId: p.installId,
+          orgRefId: p.orgRefId,
+          entityRefId: p.entityRefId,
+          topics: input.topics,
+          targetUrl: input.target_url,
+          secretCiphertext: encryptSecret(opts.secretKey, id, secret)
+        },
+        MAX_ACTIVE_PER_INSTALL
+      )
       if (!s) throw errors.limitExceeded(`An install may have at most ${MAX_ACTIVE_PER_INSTALL} active subscriptions.`)
-      return { id: s.id, topics: s.topics, target_url: s.targetUrl, signing_secret: secret, created_at: s.createdAt.toISOString() }
+      return {
+        id: s.id,
+        topics: s.topics,
+        target_url: s.targetUrl,
+        signing_secret: secret,
+        created_at: s.createdAt.toISOString()
+      }
     },
 
     async list (p: Principal, includeInactive: boolean): Promise<Static<typeof SubscriptionListing>> {
@@ -87,7 +107,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
 
     /** Soft delete; `modified` is 0 when there was nothing (active and yours) to delete. */
     async remove (p: Principal, subscriptionId: string): Promise<Static<typeof DeleteResult>> {
-      return { ok: true, modified: await store.deleteSubscription(p.installId, subscriptionId) ? 1 : 0 }
+      return { ok: true, modified: (await store.deleteSubscription(p.installId, subscriptionId)) ? 1 : 0 }
     },
 
     /** The subscription's attempts, newest first. */
@@ -100,7 +120,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     async retry (p: Principal, subscriptionId: string, deliveryId: string): Promise<Static<typeof RetryAccepted>> {
       const s = await owned(p, subscriptionId)
       if (!s.isActive) throw errors.conflict('The subscription is not active; create a new one.')
-      if (!await store.retryNow(s.id, deliveryId)) throw errors.notFound('No such delivery for this subscription.')
+      if (!(await store.retryNow(s.id, deliveryId))) throw errors.notFound('No such delivery for this subscription.')
       return { delivery_id: deliveryId, status: 'pending' }
     },
 

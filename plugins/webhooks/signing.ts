@@ -16,7 +16,10 @@ export function serviceSignature (secret: string, body: string | Buffer): string
  * (docs/rules.md#signatures).
  */
 export function standardSignature (secret: string, id: string, timestamp: number, body: string | Buffer): string {
-  return 'v1,' + createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${id}.${timestamp}.`).update(body).digest('base64')
+  return (
+    'v1,' +
+    createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${id}.${timestamp}.`).update(body).digest('base64')
+  )
 }
 
 /** AES-256-GCM, the subscription id as associated data so that a ciphertext cannot be moved to another row. */

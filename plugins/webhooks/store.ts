@@ -126,12 +126,20 @@ const columns = <T>(rows: T[], ...pick: Array<(r: T) => unknown>): unknown[][] =
  * A producer id seen before stores nothing and returns the first result. Inside a caller's transaction the
  * notification goes out at its commit.
  */
-export async function insertEvent (q: Queryable, e: Static<typeof EventBody>, createdAt = new Date()):
-Promise<{ id: string, deliveries: number }> {
+export async function insertEvent (
+  q: Queryable,
+  e: Static<typeof EventBody>,
+  createdAt = new Date()
+): Promise<{ id: string, deliveries: number }> {
   const id = randomToken('evt_', 16)
   // These bytes are what every attempt sends and signs, retries included.
   const body = JSON.stringify({
-    id, topic: e.topic, created_at: createdAt.toISOString(), org_ref_id: e.org_ref_id, entity_ref_id: e.entity_ref_id, data: e.data
+    id,
+    topic: e.topic,
+    created_at: createdAt.toISOString(),
+    org_ref_id: e.org_ref_id,
+    entity_ref_id: e.entity_ref_id,
+    data: e.data
   })
   const [row] = await q.query<{ inserted: boolean, deliveries: number }>(
     `with targets as (
@@ -150,10 +158,13 @@ Promise<{ id: string, deliveries: number }> {
      select exists (select 1 from event) as inserted,
             (select count(*)::int from fanout) as deliveries,
             (select pg_notify($8, $1) from event where delivery_count > 0) is not null as notified`,
-    [id, e.id ?? null, e.topic, e.org_ref_id, e.entity_ref_id, body, createdAt, WAKEUP_CHANNEL])
+    [id, e.id ?? null, e.topic, e.org_ref_id, e.entity_ref_id, body, createdAt, WAKEUP_CHANNEL]
+  )
   if (row!.inserted) return { id, deliveries: row!.deliveries }
   const [first] = await q.query<{ id: string, delivery_count: number }>(
-    'select id, delivery_count from webhook_events where producer_id = $1', [e.id])
+    'select id, delivery_count from webhook_events where producer_id = $1',
+    [e.id]
+  )
   return { id: first!.id, deliveries: first!.delivery_count }
 }
 
@@ -166,7 +177,9 @@ export function createWebhookStore (db: Db) {
   async function cancelPending (q: Queryable, subscriptionIds: string[]): Promise<void> {
     await q.query(
       `update webhook_deliveries set status = 'cancelled', completed_at = now(), locked_by = null, locked_until = null
-        where subscription_id = any($1) and status = 'pending'`, [subscriptionIds])
+        where subscription_id = any($1) and status = 'pending'`,
+      [subscriptionIds]
+    )
   }
 
   /** Deactivates subscriptions and cancels what they still had pending. */
@@ -174,7 +187,9 @@ export function createWebhookStore (db: Db) {
     if (ids.length === 0) return
     await q.query(
       `update webhook_subscriptions set is_active = false, disabled_reason = $2, disabled_at = now()
-        where id = any($1) and is_active`, [ids, reason])
+        where id = any($1) and is_active`,
+      [ids, reason]
+    )
     await cancelPending(q, ids)
   }
 
@@ -186,15 +201,17 @@ export function createWebhookStore (db: Db) {
     async insertSubscription (s: NewSubscription, limit: number): Promise<Subscription | undefined> {
       return db.tx(async q => {
         await q.query('select install_id from installs where install_id = $1 for update', [s.installId])
-        const [{ n }] = await q.query<{ n: number }>(
+        const [{ n }] = (await q.query<{ n: number }>(
           'select count(*)::int as n from webhook_subscriptions where install_id = $1 and is_active',
-          [s.installId]) as [{ n: number }]
+          [s.installId]
+        )) as [{ n: number }]
         if (n >= limit) return undefined
         const [row] = await q.query<SubscriptionRow>(
           `insert into webhook_subscriptions
              (id, install_id, org_ref_id, entity_ref_id, topics, target_url, secret_ciphertext)
            values ($1, $2, $3, $4, $5, $6, $7) returning ${SUBSCRIPTION_COLUMNS}`,
-          [s.id, s.installId, s.orgRefId, s.entityRefId, s.topics, s.targetUrl, s.secretCiphertext])
+          [s.id, s.installId, s.orgRefId, s.entityRefId, s.topics, s.targetUrl, s.secretCiphertext]
+        )
         return toSubscription(row!)
       })
     },
@@ -202,14 +219,18 @@ export function createWebhookStore (db: Db) {
     async listSubscriptions (installId: string, includeInactive: boolean): Promise<Subscription[]> {
       const rows = await db.query<SubscriptionRow>(
         `select ${SUBSCRIPTION_COLUMNS} from webhook_subscriptions
-          where install_id = $1 and (is_active or $2) order by created_at, id`, [installId, includeInactive])
+          where install_id = $1 and (is_active or $2) order by created_at, id`,
+        [installId, includeInactive]
+      )
       return rows.map(toSubscription)
     },
 
     /** The install's own subscription, active or not; undefined for anyone else's. */
     async findSubscription (installId: string, id: string): Promise<Subscription | undefined> {
       const [row] = await db.query<SubscriptionRow>(
-        `select ${SUBSCRIPTION_COLUMNS} from webhook_subscriptions where id = $1 and install_id = $2`, [id, installId])
+        `select ${SUBSCRIPTION_COLUMNS} from webhook_subscriptions where id = $1 and install_id = $2`,
+        [id, installId]
+      )
       return row && toSubscription(row)
     },
 
@@ -218,7 +239,8 @@ export function createWebhookStore (db: Db) {
       return db.tx(async q => {
         const [row] = await q.query<{ id: string }>(
           'select id from webhook_subscriptions where id = $1 and install_id = $2 and is_active for update',
-          [id, installId])
+          [id, installId]
+        )
         if (!row) return false
         await disable(q, [id], 'deleted')
         return true
@@ -229,16 +251,16 @@ export function createWebhookStore (db: Db) {
 
     async attempts (subscriptionId: string, limit: number): Promise<AttemptLogEntry[]> {
       const rows = await db.query<{
-        id: string,
-        delivery_id: string,
-        event_id: string,
-        topic: string,
-        attempt: number,
-        attempted_at: Date,
-        duration_ms: number,
-        response_status: number,
-        response_body: string | null,
-        error: string | null,
+        id: string
+        delivery_id: string
+        event_id: string
+        topic: string
+        attempt: number
+        attempted_at: Date
+        duration_ms: number
+        response_status: number
+        response_body: string | null
+        error: string | null
         delivery_status: AttemptLogEntry['deliveryStatus']
       }>(
         `select a.id, a.delivery_id, d.event_id, e.topic, a.attempt, a.attempted_at, a.duration_ms,
@@ -248,7 +270,9 @@ export function createWebhookStore (db: Db) {
            join webhook_events e on e.id = d.event_id
           where a.subscription_id = $1
           order by a.attempted_at desc, a.id desc
-          limit $2`, [subscriptionId, limit])
+          limit $2`,
+        [subscriptionId, limit]
+      )
       return rows.map(r => ({
         id: r.id,
         deliveryId: r.delivery_id,
@@ -269,7 +293,9 @@ export function createWebhookStore (db: Db) {
       return db.tx(async q => {
         const rows = await q.query(
           `update webhook_deliveries set status = 'pending', next_attempt_at = now(), completed_at = null
-            where id = $1 and subscription_id = $2 returning id`, [deliveryId, subscriptionId])
+            where id = $1 and subscription_id = $2 returning id`,
+          [deliveryId, subscriptionId]
+        )
         if (rows.length > 0) await notify(q, WAKEUP_CHANNEL, '')
         return rows.length > 0
       })
@@ -277,14 +303,14 @@ export function createWebhookStore (db: Db) {
 
     async claim (workerId: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
       const rows = await db.query<{
-        id: string,
-        attempts: number,
-        event_id: string,
-        topic: string,
-        body: string,
-        subscription_id: string,
-        target_url: string,
-        secret_ciphertext: string,
+        id: string
+        attempts: number
+        event_id: string
+        topic: string
+        body: string
+        subscription_id: string
+        target_url: string
+        secret_ciphertext: string
         deliverable: boolean
       }>(
         `with due as (
@@ -304,7 +330,8 @@ export function createWebhookStore (db: Db) {
            join webhook_events e on e.id = c.event_id
            join webhook_subscriptions s on s.id = c.subscription_id
            join installs i on i.install_id = s.install_id`,
-        [limit, workerId, leaseSeconds])
+        [limit, workerId, leaseSeconds]
+      )
       return rows.map(r => ({
         id: r.id,
         attempts: r.attempts,
@@ -325,10 +352,22 @@ export function createWebhookStore (db: Db) {
         `insert into webhook_attempts
            (id, delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body, error)
          select 'att_' || replace(gen_random_uuid()::text, '-', ''), r.*
-           from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::int[], $7::text[], $8::text[])
-             as r(delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body, error)`,
-        columns(results, r => r.deliveryId, r => r.subscriptionId, r => r.attempt, r => r.attemptedAt,
-          r => r.durationMs, r => r.status, r => r.responseBody, r => r.error))
+           from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
+                       $8::text[])
+             as r(delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body,
+                  error)`,
+        columns(
+          results,
+          r => r.deliveryId,
+          r => r.subscriptionId,
+          r => r.attempt,
+          r => r.attemptedAt,
+          r => r.durationMs,
+          r => r.status,
+          r => r.responseBody,
+          r => r.error
+        )
+      )
       // A delivery cancelled while its attempt was in flight stays cancelled.
       await q.query(
         `update webhook_deliveries d set
@@ -343,7 +382,14 @@ export function createWebhookStore (db: Db) {
            locked_until = null
          from unnest($1::text[], $2::int[], $3::bool[], $4::timestamptz[]) as r(id, attempt, succeeded, next_at)
          where d.id = r.id`,
-        columns(results, r => r.deliveryId, r => r.attempt, r => r.succeeded, r => r.nextAttemptAt))
+        columns(
+          results,
+          r => r.deliveryId,
+          r => r.attempt,
+          r => r.succeeded,
+          r => r.nextAttemptAt
+        )
+      )
     },
 
     /** Cancels deliveries that can no longer go out (their subscription or install is inactive). */
@@ -351,14 +397,17 @@ export function createWebhookStore (db: Db) {
       if (deliveryIds.length === 0) return
       await db.query(
         `update webhook_deliveries set status = 'cancelled', completed_at = now(), locked_by = null, locked_until = null
-          where id = any($1) and status = 'pending'`, [deliveryIds])
+          where id = any($1) and status = 'pending'`,
+        [deliveryIds]
+      )
     },
 
     /** Clears leases that expired (their worker died); returns how many. */
     async reap (): Promise<number> {
       const rows = await db.query(
         `update webhook_deliveries set locked_by = null, locked_until = null
-          where status = 'pending' and locked_until < now() returning id`)
+          where status = 'pending' and locked_until < now() returning id`
+      )
       return rows.length
     },
 
@@ -375,8 +424,16 @@ export function createWebhookStore (db: Db) {
            as r(id, last_at, last_status, reset, failures, streak_start)
          where s.id = r.id
          returning s.id, s.consecutive_failures, s.failing_since, s.is_active`,
-        columns(updates, u => u.subscriptionId, u => u.lastAt, u => u.lastStatus, u => u.reset, u => u.failures,
-          u => u.streakStart))
+        columns(
+          updates,
+          u => u.subscriptionId,
+          u => u.lastAt,
+          u => u.lastStatus,
+          u => u.reset,
+          u => u.failures,
+          u => u.streakStart
+        )
+      )
     },
 
     disable

@@ -7,13 +7,31 @@ const DNS_TIMEOUT_MS = 2_000
 // Loopback, private, link-local, CGNAT, multicast, unspecified and other non-public ranges: docs/rules.md#target-guard
 const blocked = new BlockList()
 for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
-  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4]
-] as const) blocked.addSubnet(net, prefix, 'ipv4')
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4]
+] as const) { blocked.addSubnet(net, prefix, 'ipv4') }
 for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['100::', 64], ['2001:db8::', 32]
-] as const) blocked.addSubnet(net, prefix, 'ipv6')
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+  ['100::', 64],
+  ['2001:db8::', 32]
+] as const) { blocked.addSubnet(net, prefix, 'ipv6') }
 
 /** The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible, NAT64, 6to4), if any. */
 function embeddedIPv4 (address: string): string | undefined {
@@ -29,11 +47,14 @@ function embeddedIPv4 (address: string): string | undefined {
 }
 
 function expandIPv6 (address: string): number[] | undefined {
-  let a = address.toLowerCase().replace(/^\[|\]$/g, '').replace(/%.*$/, '')
+  let a = address
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/%.*$/, '')
   const dotted = a.match(/(\d+\.\d+\.\d+\.\d+)$/)
   if (dotted) {
     const p = dotted[1]!.split('.').map(Number)
-    a = a.slice(0, -dotted[1]!.length) + (((p[0]! << 8) | p[1]!).toString(16)) + ':' + (((p[2]! << 8) | p[3]!).toString(16))
+    a = a.slice(0, -dotted[1]!.length) + ((p[0]! << 8) | p[1]!).toString(16) + ':' + ((p[2]! << 8) | p[3]!).toString(16)
   }
   const [head, tail] = a.split('::') as [string, string | undefined]
   const h = head ? head.split(':') : []
@@ -93,13 +114,19 @@ export async function checkTargetUrl (raw: string, allowPrivate: boolean): Promi
   if (allowPrivate) return undefined
   const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '')
   if (host === 'localhost' || host.endsWith('.localhost')) return 'target_url must not point at localhost.'
-  if (isIP(host)) return isBlockedAddress(host) ? 'target_url must not point at a loopback, private or reserved address.' : undefined
+  if (isIP(host)) {
+    return isBlockedAddress(host) ? 'target_url must not point at a loopback, private or reserved address.' : undefined
+  }
   const addresses = await resolveAll(host)
   if (addresses?.some(isBlockedAddress)) return 'target_url resolves to a loopback, private or reserved address.'
   return undefined
 }
 
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Array<{ address: string, family: number }>, family?: number) => void
+type LookupCallback = (
+  err: NodeJS.ErrnoException | null,
+  address: string | Array<{ address: string, family: number }>,
+  family?: number
+) => void
 
 /**
  * A `lookup` for the delivery client's sockets: it resolves the host, refuses when any address is blocked, and
@@ -111,7 +138,10 @@ export function guardedLookup (allowPrivate: boolean) {
       if (err) return callback(err, '')
       const bad = addresses.find(a => isBlockedAddress(a.address))
       if (bad && !allowPrivate) {
-        const refused = Object.assign(new Error(`refused: ${hostname} resolves to a blocked address (${bad.address})`), { code: 'ETARGETBLOCKED' })
+        const refused = Object.assign(
+          new Error(`refused: ${hostname} resolves to a blocked address (${bad.address})`),
+          { code: 'ETARGETBLOCKED' }
+        )
         return callback(refused, '')
       }
       const chosen = addresses[0]!

@@ -6,7 +6,12 @@ import type { Db } from '../db/index.js'
 import { Sender, TOTAL_TIMEOUT_MS, type Outcome } from './sender.js'
 import { decryptSecret } from './signing.js'
 import {
-  WAKEUP_CHANNEL, type AttemptResult, type ClaimedDelivery, type CounterUpdate, type DisabledReason, type WebhookStore
+  WAKEUP_CHANNEL,
+  type AttemptResult,
+  type ClaimedDelivery,
+  type CounterUpdate,
+  type DisabledReason,
+  type WebhookStore
 } from './store.js'
 
 /** The poll that backs up notifications, and picks up retries as they fall due. */
@@ -29,13 +34,17 @@ export interface WorkerStatus {
 }
 
 /** When the next attempt is due after a failed one, or null when the schedule is spent (docs/rules.md#retries). */
-export function nextAttemptAt (schedule: number[], attempt: number, retryAfterS: number | null, now = Date.now()): Date | null {
+export function nextAttemptAt (
+  schedule: number[],
+  attempt: number,
+  retryAfterS: number | null,
+  now = Date.now()
+): Date | null {
   const base = schedule[attempt - 1]
   if (base === undefined) return null
   const scheduled = base * 1000
-  const wait = retryAfterS !== null
-    ? Math.min(retryAfterS * 1000, 2 * scheduled)
-    : scheduled * (0.8 + Math.random() * 0.4)
+  const wait =
+    retryAfterS !== null ? Math.min(retryAfterS * 1000, 2 * scheduled) : scheduled * (0.8 + Math.random() * 0.4)
   return new Date(now + wait)
 }
 
@@ -43,8 +52,15 @@ export function nextAttemptAt (schedule: number[], attempt: number, retryAfterS:
 export function counterUpdates (results: AttemptResult[]): CounterUpdate[] {
   const bySubscription = new Map<string, CounterUpdate>()
   for (const r of results) {
-    const u = bySubscription.get(r.subscriptionId) ??
-      { subscriptionId: r.subscriptionId, lastAt: r.attemptedAt, lastStatus: r.status, reset: false, failures: 0, streakStart: null, gone: false }
+    const u = bySubscription.get(r.subscriptionId) ?? {
+      subscriptionId: r.subscriptionId,
+      lastAt: r.attemptedAt,
+      lastStatus: r.status,
+      reset: false,
+      failures: 0,
+      streakStart: null,
+      gone: false
+    }
     u.lastAt = r.attemptedAt
     u.lastStatus = r.status
     if (r.succeeded) {
@@ -65,17 +81,21 @@ export function counterUpdates (results: AttemptResult[]): CounterUpdate[] {
 /** Which subscriptions a flush pushed over a disabling threshold: a 410 at once, or a long enough failing streak. */
 function crossedThresholds (
   rows: Array<{ id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }>,
-  updates: CounterUpdate[], maxFailures: number, maxHours: number
+  updates: CounterUpdate[],
+  maxFailures: number,
+  maxHours: number
 ): Array<{ id: string, reason: DisabledReason }> {
   const gone = new Set(updates.filter(u => u.gone).map(u => u.subscriptionId))
   const cutoff = Date.now() - maxHours * 3600_000
-  return rows.filter(r => r.is_active).flatMap((r): Array<{ id: string, reason: DisabledReason }> => {
-    if (gone.has(r.id)) return [{ id: r.id, reason: 'gone' }]
-    if (r.consecutive_failures >= maxFailures && r.failing_since && r.failing_since.getTime() <= cutoff) {
-      return [{ id: r.id, reason: 'consecutive_failures' }]
-    }
-    return []
-  })
+  return rows
+    .filter(r => r.is_active)
+    .flatMap((r): Array<{ id: string, reason: DisabledReason }> => {
+      if (gone.has(r.id)) return [{ id: r.id, reason: 'gone' }]
+      if (r.consecutive_failures >= maxFailures && r.failing_since && r.failing_since.getTime() <= cutoff) {
+        return [{ id: r.id, reason: 'consecutive_failures' }]
+      }
+      return []
+    })
 }
 
 /** Claims due deliveries, attempts them concurrently, and records the results in batches. */
@@ -109,7 +129,9 @@ export class DeliveryWorker {
     private readonly log: FastifyBaseLogger
   ) {
     this.sender = new Sender({
-      allowPrivate: config.webhookAllowPrivateTargets, caFile: config.webhookCaFile, connections: config.webhookConcurrency
+      allowPrivate: config.webhookAllowPrivateTargets,
+      caFile: config.webhookCaFile,
+      connections: config.webhookConcurrency
     })
   }
 
@@ -122,13 +144,19 @@ export class DeliveryWorker {
     this.status.running = true
     await this.db.listen(WAKEUP_CHANNEL, () => this.signal())
     this.loopDone = this.loop()
-    this.reaper = setInterval(() => {
-      this.store.reap().then(n => {
-        if (n === 0) return
-        this.log.warn({ released: n }, 'released deliveries whose worker lease expired')
-        this.signal()
-      }, err => this.log.warn({ err }, 'lease reaper failed'))
-    }, Math.max(1_000, this.config.webhookLeaseSeconds * 500))
+    this.reaper = setInterval(
+      () => {
+        this.store.reap().then(
+          n => {
+            if (n === 0) return
+            this.log.warn({ released: n }, 'released deliveries whose worker lease expired')
+            this.signal()
+          },
+          err => this.log.warn({ err }, 'lease reaper failed')
+        )
+      },
+      Math.max(1_000, this.config.webhookLeaseSeconds * 500)
+    )
     this.reaper.unref()
   }
 
@@ -169,12 +197,17 @@ export class DeliveryWorker {
         this.status.claimed += claimed.length
         this.status.claimMs += performance.now() - started
         // Not awaited: attempts run side by side; each records its own outcome and never rejects.
-        for (const delivery of claimed) this.attempt(delivery).catch(err => this.log.error({ err }, 'delivery attempt failed'))
+        for (const delivery of claimed) {
+          this.attempt(delivery).catch(err => this.log.error({ err }, 'delivery attempt failed'))
+        }
       }
       if ((claimed.length > 0 && claimed.length === free) || this.woken) continue
       await new Promise<void>(resolve => {
         const timer = setTimeout(resolve, POLL_MS)
-        this.wake = () => { clearTimeout(timer); resolve() }
+        this.wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
       })
     }
   }
@@ -192,10 +225,21 @@ export class DeliveryWorker {
       try {
         const secret = decryptSecret(this.config.webhookSecretKey, d.subscriptionId, d.secretCiphertext)
         outcome = await this.sender.send({
-          targetUrl: d.targetUrl, eventId: d.eventId, topic: d.topic, attempt, body: d.body, secret
+          targetUrl: d.targetUrl,
+          eventId: d.eventId,
+          topic: d.topic,
+          attempt,
+          body: d.body,
+          secret
         })
       } catch (err) {
-        outcome = { status: 0, responseBody: null, error: `internal: ${(err as Error).message}`, retryAfterS: null, durationMs: 0 }
+        outcome = {
+          status: 0,
+          responseBody: null,
+          error: `internal: ${(err as Error).message}`,
+          retryAfterS: null,
+          durationMs: 0
+        }
       }
       const succeeded = outcome.status >= 200 && outcome.status < 300
       this.status.attempted++
@@ -209,9 +253,10 @@ export class DeliveryWorker {
         responseBody: outcome.responseBody,
         error: outcome.error,
         succeeded,
-        nextAttemptAt: succeeded || outcome.status === 410
-          ? null
-          : nextAttemptAt(this.config.webhookRetrySchedule, attempt, outcome.retryAfterS)
+        nextAttemptAt:
+          succeeded || outcome.status === 410
+            ? null
+            : nextAttemptAt(this.config.webhookRetrySchedule, attempt, outcome.retryAfterS)
       })
     } finally {
       this.status.inFlight--
@@ -229,23 +274,30 @@ export class DeliveryWorker {
     const batch = this.pending.splice(0, FLUSH_BATCH)
     const started = performance.now()
     const { webhookDisableAfterFailures: maxFailures, webhookDisableAfterHours: maxHours } = this.config
-    this.flushing = this.db.tx(async q => {
-      await this.store.record(q, batch)
-      const updates = counterUpdates(batch)
-      const crossed = crossedThresholds(await this.store.applyCounters(q, updates), updates, maxFailures, maxHours)
-      for (const reason of ['gone', 'consecutive_failures'] as const) {
-        await this.store.disable(q, crossed.filter(c => c.reason === reason).map(c => c.id), reason)
-      }
-      if (crossed.length > 0) this.log.warn({ disabled: crossed }, 'webhook subscriptions disabled')
-    }).catch(err => {
-      // Not recorded: the leases expire and the deliveries are attempted again (at least once).
-      this.log.error({ err, deliveries: batch.length }, 'recording delivery results failed')
-    }).finally(() => {
-      this.status.flushes++
-      this.status.recorded += batch.length
-      this.status.flushMs += performance.now() - started
-      this.flushing = undefined
-    })
+    this.flushing = this.db
+      .tx(async q => {
+        await this.store.record(q, batch)
+        const updates = counterUpdates(batch)
+        const crossed = crossedThresholds(await this.store.applyCounters(q, updates), updates, maxFailures, maxHours)
+        for (const reason of ['gone', 'consecutive_failures'] as const) {
+          await this.store.disable(
+            q,
+            crossed.filter(c => c.reason === reason).map(c => c.id),
+            reason
+          )
+        }
+        if (crossed.length > 0) this.log.warn({ disabled: crossed }, 'webhook subscriptions disabled')
+      })
+      .catch(err => {
+        // Not recorded: the leases expire and the deliveries are attempted again (at least once).
+        this.log.error({ err, deliveries: batch.length }, 'recording delivery results failed')
+      })
+      .finally(() => {
+        this.status.flushes++
+        this.status.recorded += batch.length
+        this.status.flushMs += performance.now() - started
+        this.flushing = undefined
+      })
     await this.flushing
     if (this.pending.length > 0) await this.flush()
   }

@@ -14,31 +14,43 @@ const view = (a: App) => ({
 })
 
 /** App registration and API keys: the developer's side of the internal surface (docs/rules.md#apps-and-api-keys). */
-const apps: FastifyPluginAsyncTypebox = async (app) => {
+const apps: FastifyPluginAsyncTypebox = async app => {
   app.addHook('onRequest', app.userSessions.requireUser)
   const tags = ['internal: apps']
 
-  app.post('/apps', {
-    schema: { tags, body: NewAppBody, response: { 201: CreatedApp, ...errorResponses(400, 401, 409, 413, 415) } }
-  }, async (request, reply) => {
-    const { slug, name, redirect_uris: redirectUris, scopes } = request.body
-    const created = await app.apps.register(request.sessionUser!.sub, { slug, name, redirectUris, scopes })
-    return reply.code(201).send({ ...view(created.app), client_secret: created.clientSecret })
-  })
+  app.post(
+    '/apps',
+    {
+      schema: { tags, body: NewAppBody, response: { 201: CreatedApp, ...errorResponses(400, 401, 409, 413, 415) } }
+    },
+    async (request, reply) => {
+      const { slug, name, redirect_uris: redirectUris, scopes } = request.body
+      const created = await app.apps.register(request.sessionUser!.sub, { slug, name, redirectUris, scopes })
+      return reply.code(201).send({ ...view(created.app), client_secret: created.clientSecret })
+    }
+  )
 
-  app.get('/apps', { schema: { tags, response: { 200: AppListing, ...errorResponses(401) } } }, async (request) => {
+  app.get('/apps', { schema: { tags, response: { 200: AppListing, ...errorResponses(401) } } }, async request => {
     const owned = await app.apps.listOwnedBy(request.sessionUser!.sub)
     return { apps: owned.map(a => ({ ...view(a), api_key_enabled: a.apiKeyEnabled })) }
   })
 
   for (const action of ['disable', 'enable'] as const) {
-    app.post(`/apps/:clientId/api-key/${action}`, {
-      schema: { tags, params: ClientIdParams, response: { 200: ApiKeyState, ...errorResponses(401, 404) } }
-    }, async (request) => {
-      const changed = await app.apps.setKeyEnabled(request.sessionUser!.sub, request.params.clientId, action === 'enable')
-      if (!changed) throw errors.notFound('No such app among yours.')
-      return { client_id: changed.clientId, api_key_enabled: changed.apiKeyEnabled }
-    })
+    app.post(
+      `/apps/:clientId/api-key/${action}`,
+      {
+        schema: { tags, params: ClientIdParams, response: { 200: ApiKeyState, ...errorResponses(401, 404) } }
+      },
+      async request => {
+        const changed = await app.apps.setKeyEnabled(
+          request.sessionUser!.sub,
+          request.params.clientId,
+          action === 'enable'
+        )
+        if (!changed) throw errors.notFound('No such app among yours.')
+        return { client_id: changed.clientId, api_key_enabled: changed.apiKeyEnabled }
+      }
+    )
   }
 }
 

@@ -5,11 +5,12 @@ import { PROTOCOL_REVISION, SERVER_NAME } from '../../plugins/mcp/index.js'
 import { describeTool } from '../../plugins/mcp/registry.js'
 import { Catalog } from '../../schemas/mcp.js'
 
-const DESCRIPTION = 'Acts on one tenant (organisation and entity) of the accounting system as an installed marketplace app: ' +
+const DESCRIPTION =
+  'Acts on one tenant (organisation and entity) of the accounting system as an installed marketplace app: ' +
   'identity, webhook subscriptions and deliveries, and the accounting read routes.'
 
 /** Discovery documents, all made from the one tool registry (docs/mcp.md#discovery-without-connecting). */
-const catalog: FastifyPluginAsyncTypebox = async (app) => {
+const catalog: FastifyPluginAsyncTypebox = async app => {
   const { mcpBaseUrl, publicBaseUrl } = app.config
   const endpoint = `${mcpBaseUrl}/mcp`
   const schema = { hide: true }

@@ -15,7 +15,7 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
  * `/mcp` (docs/rules.md#mcp-endpoint): the Host/Origin guard, the per-IP and per-session rate limits and the
  * access token answer first, in that order; only then is the request handed to the MCP transport.
  */
-const mcp: FastifyPluginAsyncTypebox = async (app) => {
+const mcp: FastifyPluginAsyncTypebox = async app => {
   const { mcpBaseUrl, mcpAllowedOrigins, mcpRateLimitIp, mcpRateLimitSession, host } = app.config
   const ownHost = new URL(mcpBaseUrl).host.toLowerCase()
   const loopbackListen = LOOPBACK_LISTEN.has(host)
@@ -32,12 +32,25 @@ const mcp: FastifyPluginAsyncTypebox = async (app) => {
     const origin = request.headers.origin
     if (origin === undefined) return
     if (!mcpAllowedOrigins.includes(origin)) throw errors.mcpForbidden('Forbidden: Origin is not allowed.')
-    reply.headers({ 'access-control-allow-origin': origin, vary: 'Origin', 'access-control-expose-headers': 'mcp-session-id, mcp-protocol-version' })
+    reply.headers({
+      'access-control-allow-origin': origin,
+      vary: 'Origin',
+      'access-control-expose-headers': 'mcp-session-id, mcp-protocol-version'
+    })
   })
 
-  await app.register(rateLimit, { global: false, redis: app.redis ?? undefined, nameSpace: 'mg-mcp-rl-', skipOnError: true })
+  await app.register(rateLimit, {
+    global: false,
+    redis: app.redis ?? undefined,
+    nameSpace: 'mg-mcp-rl-',
+    skipOnError: true
+  })
   const perIp = app.createRateLimit({ max: mcpRateLimitIp, timeWindow: 60_000, keyGenerator: r => `ip:${r.ip}` })
-  const perSession = app.createRateLimit({ max: mcpRateLimitSession, timeWindow: 60_000, keyGenerator: r => `session:${sessionOf(r)}` })
+  const perSession = app.createRateLimit({
+    max: mcpRateLimitSession,
+    timeWindow: 60_000,
+    keyGenerator: r => `session:${sessionOf(r)}`
+  })
   const limit = async (request: FastifyRequest): Promise<void> => {
     for (const check of request.headers['mcp-session-id'] ? [perIp, perSession] : [perIp]) {
       const verdict = await check(request)
@@ -55,7 +68,10 @@ const mcp: FastifyPluginAsyncTypebox = async (app) => {
   }
 
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (request.method === 'POST' && (typeof request.body !== 'object' || request.body === null || Array.isArray(request.body))) {
+    if (
+      request.method === 'POST' &&
+      (typeof request.body !== 'object' || request.body === null || Array.isArray(request.body))
+    ) {
       throw errors.mcpInvalidRequest(400, 'the body must be one JSON-RPC message, a JSON object.')
     }
     const opened = await app.mcp.handle(request, reply, await principalOf(request))
@@ -67,11 +83,17 @@ const mcp: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/mcp', { schema }, handler)
   app.delete('/mcp', { schema }, handler)
   // CORS preflight for browser clients on an allowed Origin (the guard above has checked it).
-  app.options('/mcp', { schema }, async (_request, reply) => reply.code(204).headers({
-    'access-control-allow-methods': 'GET, POST, DELETE',
-    'access-control-allow-headers': 'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id',
-    'access-control-max-age': '600'
-  }).send())
+  app.options('/mcp', { schema }, async (_request, reply) =>
+    reply
+      .code(204)
+      .headers({
+        'access-control-allow-methods': 'GET, POST, DELETE',
+        'access-control-allow-headers':
+          'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id',
+        'access-control-max-age': '600'
+      })
+      .send()
+  )
 }
 
 export default mcp

@@ -16,7 +16,8 @@ export function consentHeaders (c: ConsentRequest): Record<string, string> {
     'x-frame-options': 'DENY',
     // same-origin, not no-referrer: under no-referrer browsers send `Origin: null` even on this same-origin post.
     'referrer-policy': 'same-origin',
-    'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ${new URL(c.redirectUri).origin}; frame-ancestors 'none'; base-uri 'none'`
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; " +
+      `form-action 'self' ${new URL(c.redirectUri).origin}; frame-ancestors 'none'; base-uri 'none'`
   }
 }
 
@@ -32,7 +33,13 @@ export function renderConsent (c: ConsentRequest, user: SessionUser): string {
     hidden('org_ref_id', c.orgRefId),
     hidden('entity_ref_id', c.entityRefId)
   ].join('\n      ')
-  const scopes = c.scopes.map(s => `<li>${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></li>`).join('\n        ')
+  const scopes = c.scopes
+    .map(s => `<li>${escapeHtml(describeScope(s))} <code>${escapeHtml(s)}</code></li>`)
+    .join('\n        ')
+  const heading = `<strong>${escapeHtml(c.app.name)}</strong> wants access to entity ` +
+    `<strong>${escapeHtml(c.entityRefId)}</strong>`
+  const signedIn = `Organisation <strong>${escapeHtml(c.orgRefId)}</strong>, ` +
+    `signed in as <strong>${escapeHtml(user.sub)}</strong>.`
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -43,14 +50,15 @@ export function renderConsent (c: ConsentRequest, user: SessionUser): string {
     body { font: 16px/1.5 system-ui, sans-serif; max-width: 32rem; margin: 3rem auto; padding: 0 1rem; color: #1a1a1a; }
     h1 { font-size: 1.4rem; } code { font-size: .85em; color: #555; }
     .actions { display: flex; gap: .75rem; margin-top: 1.5rem; }
-    button { font: inherit; padding: .5rem 1.25rem; border-radius: .4rem; border: 1px solid #888; background: #fff; cursor: pointer; }
+    button { font: inherit; padding: .5rem 1.25rem; border-radius: .4rem; border: 1px solid #888; background: #fff;
+             cursor: pointer; }
     button[value=allow] { background: #1f6feb; border-color: #1f6feb; color: #fff; }
   </style>
 </head>
 <body>
   <main>
-    <h1><strong>${escapeHtml(c.app.name)}</strong> wants access to entity <strong>${escapeHtml(c.entityRefId)}</strong></h1>
-    <p>Organisation <strong>${escapeHtml(c.orgRefId)}</strong>, signed in as <strong>${escapeHtml(user.sub)}</strong>.</p>
+    <h1>${heading}</h1>
+    <p>${signedIn}</p>
     <p>If you allow it, the app will be able to:</p>
     <ul>
         ${scopes}
