@@ -2,6 +2,7 @@ import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:c
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { inspect } from 'node:util'
 import pg from 'pg'
 import { buildApp, type AppInstance, type BuildOptions } from '../app.js'
 import { loadConfig, type Config } from '../plugins/config.js'
@@ -70,6 +71,32 @@ export async function build (
   t.teardown(() => app.close())
   await app.ready()
   return app
+}
+
+export interface EventuallyOptions<T> {
+  /** When the probed value is good enough (default: truthy). */
+  until?: (value: T) => boolean
+  timeout?: number
+  interval?: number
+  /** What is awaited, for the time-out message. */
+  what?: string
+}
+
+/**
+ * The one way tests wait for something asynchronous: probes until `until` accepts the value and returns it, or
+ * throws after `timeout` ms, naming what it waited for and the last value it saw.
+ */
+export async function eventually<T> (probe: () => T | Promise<T>, opts: EventuallyOptions<T> = {}): Promise<T> {
+  const { until = Boolean, timeout = 10_000, interval = 25, what = 'the condition' } = opts
+  const deadline = performance.now() + timeout
+  for (;;) {
+    const value = await probe()
+    if (until(value)) return value
+    if (performance.now() > deadline) {
+      throw new Error(`timed out after ${timeout} ms waiting for ${what}; last value: ${inspect(value, { depth: 3 })}`)
+    }
+    await new Promise(resolve => setTimeout(resolve, interval))
+  }
 }
 
 export const unique = (prefix: string): string => `${prefix}_${randomUUID().slice(0, 8)}`

@@ -3,7 +3,7 @@ import t, { type Test } from 'tap'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { AppInstance } from '../app.js'
-import { bearer, build, install, type Installed } from './helper.js'
+import { bearer, build, eventually, install, type Installed } from './helper.js'
 
 async function serve (t: Test, env: Record<string, string> = {}): Promise<{ app: AppInstance, base: string }> {
   const app = await build(t, env)
@@ -274,8 +274,8 @@ t.test('sessions: active_sessions up, down on DELETE, down on idle expiry', asyn
   t.equal(del.status, 200)
   t.equal(await sessions(), 1, 'down on DELETE')
   t.equal((await ping(base, a)).status, 404, 'a closed session is unknown')
-  await new Promise(resolve => setTimeout(resolve, 1_200))
-  t.equal(await sessions(), 0, 'down on idle expiry')
+  const expired = await eventually(sessions, { until: n => n === 0, what: 'the idle session to expire' })
+  t.equal(expired, 0, 'down on idle expiry')
   t.equal((await ping(base, b)).status, 404)
 })
 

@@ -5,6 +5,7 @@ import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { eventually } from './helper.js'
 
 type Test = { teardown(fn: () => unknown): void }
 
@@ -59,14 +60,12 @@ export async function startReceiver (t: Test, respond: Responder = (_r, res) => 
   const { key, cert, caFile } = selfSigned()
   const received: Received[] = []
   const state = { respond }
-  const waiters: Array<() => void> = []
   const server = createServer({ key, cert }, (req, res) => {
     const chunks: Buffer[] = []
     req.on('data', c => chunks.push(c))
     req.on('end', () => {
       const r = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks) }
       received.push(r)
-      for (const w of waiters.splice(0)) w()
       state.respond(r, res)
     })
   })
@@ -92,14 +91,7 @@ export async function startReceiver (t: Test, respond: Responder = (_r, res) => 
     },
     /** Resolves once `n` requests have arrived (or rejects after `ms`). */
     async waitFor (n: number, ms = 10_000): Promise<Received[]> {
-      const deadline = Date.now() + ms
-      while (received.length < n) {
-        if (Date.now() > deadline) throw new Error(`receiver got ${received.length} of ${n} requests in ${ms} ms`)
-        await new Promise<void>(resolve => {
-          waiters.push(resolve)
-          setTimeout(resolve, 50)
-        })
-      }
+      await eventually(() => received.length, { until: count => count >= n, timeout: ms, what: `${n} requests` })
       return received
     }
   }

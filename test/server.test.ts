@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { eventually } from './helper.js'
 
 function start (env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'cli.ts', 'serve'], {
@@ -28,11 +29,8 @@ t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM
   t.teardown(() => {
     s.child.kill('SIGKILL')
   })
-  let url: string | undefined
-  while (!url && performance.now() - started < 60_000) {
-    url = s.output().match(/listening on (http:\/\/\S+)/)?.[1]
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
+  const url = await eventually(() => s.output().match(/listening on (http:\/\/\S+)/)?.[1], { timeout: 60_000 })
+    .catch(() => undefined)
   t.ok(url, `prints its URL (${s.errors()})`)
   const res = await fetch(`${url}/health`)
   t.comment(`first /health answered ${Math.round(performance.now() - started)} ms after spawn (tsx loader included)`)

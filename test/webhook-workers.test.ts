@@ -1,18 +1,10 @@
 import { spawn } from 'node:child_process'
 import t, { type Test } from 'tap'
 import { buildWorker } from '../app.js'
-import { bearer, build, install, testConfig, TEST_DATABASE_URL } from './helper.js'
+import { bearer, build, eventually, install, testConfig, TEST_DATABASE_URL } from './helper.js'
 import { startReceiver } from './receiver.js'
 
 const postgres = process.env.DATABASE_URL ? false : 'needs Postgres: set DATABASE_URL (CI runs it)'
-
-async function until (check: () => Promise<boolean> | boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
-}
 
 async function setup (t: Test, respond?: Parameters<typeof startReceiver>[1]) {
   const receiver = await startReceiver(t, respond)
@@ -87,7 +79,7 @@ t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t =
   t.teardown(() => {
     first.kill('SIGKILL')
   })
-  await until(() => s.receiver.received.length >= 100, 60_000, 'the first worker to deliver 100')
+  await eventually(() => s.receiver.received.length >= 100, { timeout: 60_000, what: 'the first worker\'s 100' })
   first.kill('SIGKILL')
   await new Promise(resolve => first.once('exit', resolve))
   const atKill = s.receiver.received.length
@@ -98,15 +90,12 @@ t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t =
   t.teardown(() => {
     second.kill('SIGKILL')
   })
-  await until(() => s.eventIds().size === 500, 60_000, 'every event to arrive')
-  await until(
-    async () => {
-      const q = await s.queueState()
-      return q.pending === 0 && q.claimed === 0
-    },
-    30_000,
-    'the queue to drain'
-  )
+  await eventually(() => s.eventIds().size === 500, { timeout: 60_000, what: 'every event to arrive' })
+  await eventually(s.queueState, {
+    until: q => q.pending === 0 && q.claimed === 0,
+    timeout: 30_000,
+    what: 'the queue to drain'
+  })
 
   t.same([...s.eventIds()].sort(), [...published].sort(), 'every event was received at least once')
   t.same(await s.queueState(), { pending: 0, claimed: 0 }, 'the queue is empty, nothing stuck in a claim')
@@ -132,8 +121,8 @@ t.test('two workers on one Postgres share a backlog', { skip: postgres }, async 
     })
   )
   await Promise.all(workers.map(w => w.ready()))
-  await until(() => s.eventIds().size === 400, 60_000, 'every event to arrive')
-  await until(async () => (await s.queueState()).pending === 0, 10_000, 'the queue to drain')
+  await eventually(() => s.eventIds().size === 400, { timeout: 60_000, what: 'every event to arrive' })
+  await eventually(s.queueState, { until: q => q.pending === 0, timeout: 10_000, what: 'the queue to drain' })
 
   t.same([...s.eventIds()].sort(), [...published].sort(), 'no event lost')
   t.equal(s.receiver.received.length, 400, 'none delivered twice (every attempt succeeded)')

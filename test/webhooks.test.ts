@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto'
 import t from 'tap'
 import type { AppInstance } from '../app.js'
 import { serviceSignature, standardSignature } from '../plugins/webhooks/signing.js'
-import { bearer, build, install, type Installed } from './helper.js'
+import { bearer, build, eventually, install, type Installed } from './helper.js'
 import { startReceiver } from './receiver.js'
 
 const json = (token: string) => ({ ...bearer(token), 'content-type': 'application/json' })
@@ -26,15 +26,17 @@ async function listing (app: AppInstance, i: Installed, query = '') {
     .subscriptions
 }
 
-/** Polls the listing until `check` holds (deliveries are asynchronous). */
-async function eventually<T> (fn: () => Promise<T>, check: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms
-  let v = await fn()
-  while (!check(v) && Date.now() < deadline) {
-    await new Promise(resolve => setTimeout(resolve, 25))
-    v = await fn()
-  }
-  return v
+/**
+ * Waits until nothing more can reach the receiver for this install: none of its deliveries is pending and the
+ * worker has no attempt in flight. What has arrived by then is all that ever will.
+ */
+async function settled (app: AppInstance, i: Installed): Promise<void> {
+  await eventually(async () => {
+    const [row] = await app.db.query<{ n: number }>(
+      `select count(*)::int as n from webhook_deliveries d join webhook_subscriptions s on s.id = d.subscription_id
+        where s.install_id = $1 and d.status = 'pending'`, [i.installId])
+    return row!.n === 0 && app.webhooks.workerStatus()!.inFlight === 0
+  }, { what: "the install's deliveries to settle" })
 }
 
 const RECEIVER_ENV = (caFile: string, extra: Record<string, string> = {}) => ({
@@ -216,7 +218,7 @@ t.test('events in: authentication, topics, idempotency', async t => {
   const again = await publish(app, { ...event, id: 'producer-key-1', data: { changed: true } })
   t.same(again.json(), first.json(), 'the same id answers the first result')
   await receiver.waitFor(1)
-  await new Promise(resolve => setTimeout(resolve, 300))
+  await settled(app, i)
   t.equal(receiver.received.length, 1, 'one delivery for a duplicate event id')
   t.equal(JSON.parse(receiver.received[0]!.body.toString()).data.invoice_id, 'inv_1')
 })
@@ -252,7 +254,7 @@ t.test('a delivery: exact bytes, signatures, headers, counters', async t => {
 
   const [item] = await eventually(
     () => listing(app, i),
-    l => l[0]?.LastDeliveryStatus === 200
+    { until: l => l[0]?.LastDeliveryStatus === 200 }
   )
   t.equal(item.LastDeliveryStatus, 200)
   t.equal(item.ConsecutiveFailures, 0)
@@ -298,7 +300,7 @@ t.test('a 500 then a success: retried with the same bytes, and the success reset
   t.equal(b!.headers['x-service-delivery-attempt'], '2')
   const [item] = await eventually(
     () => listing(app, i),
-    l => l[0]?.LastDeliveryStatus === 204
+    { until: l => l[0]?.LastDeliveryStatus === 204 }
   )
   t.equal(item.ConsecutiveFailures, 0, 'the success reset the count')
   const log = (
@@ -328,7 +330,7 @@ t.test('a 3xx is a failure and is not followed', async t => {
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
   const [item] = await eventually(
     () => listing(app, i),
-    l => l[0]?.LastDeliveryStatus === 302
+    { until: l => l[0]?.LastDeliveryStatus === 302 }
   )
   t.equal(item.LastDeliveryStatus, 302)
   t.equal(item.ConsecutiveFailures, 1)
@@ -353,13 +355,13 @@ t.test('automatic disabling after consecutive failures (thresholds lowered by co
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
   const all = await eventually(
     () => listing(app, i, '?include_inactive=true'),
-    l => l[0]?.IsActive === false
+    { until: l => l[0]?.IsActive === false }
   )
   t.match(all, [
     { IsActive: false, DisabledReason: 'consecutive_failures', ConsecutiveFailures: 3, LastDeliveryStatus: 503 }
   ])
   t.same(await listing(app, i), [], 'no longer listed as active')
-  await new Promise(resolve => setTimeout(resolve, 200))
+  await settled(app, i)
   t.equal(receiver.received.length, 3, 'no attempt after disabling')
 })
 
@@ -374,7 +376,7 @@ t.test('a 410 disables at once and cancels what is pending', async t => {
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
   const all = await eventually(
     () => listing(app, i, '?include_inactive=true'),
-    l => l[0]?.IsActive === false
+    { until: l => l[0]?.IsActive === false }
   )
   t.match(all, [{ IsActive: false, DisabledReason: 'gone', ConsecutiveFailures: 1, LastDeliveryStatus: 410 }])
   const log = (
@@ -416,7 +418,7 @@ t.test('planned topics are never delivered; an uninstalled install gets nothing'
   })
   t.equal(res.statusCode, 202)
   t.equal(res.json().deliveries, 0)
-  await new Promise(resolve => setTimeout(resolve, 300))
+  await settled(app, i)
   t.equal(receiver.received.length, 0)
 })
 
@@ -436,7 +438,7 @@ t.test('deleting a subscription cancels its pending deliveries; a manual retry s
       .attempts
   const [first] = await eventually(
     () => attempts(drop.id),
-    l => l.length === 1
+    { until: l => l.length === 1 }
   )
   t.equal(first.delivery_status, 'pending', 'waiting an hour for its retry')
 
@@ -460,7 +462,7 @@ t.test('deleting a subscription cancels its pending deliveries; a manual retry s
   t.same(retry.json(), { delivery_id: pending.delivery_id, status: 'pending' })
   const log = await eventually(
     () => attempts(keep.id),
-    l => l.length === 2
+    { until: l => l.length === 2 }
   )
   t.match(log, [
     { attempt: 2, response_status: 200, delivery_status: 'succeeded' },
@@ -481,10 +483,10 @@ t.test('a time-out counts as a failure with LastDeliveryStatus 0', async t => {
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
   await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  // Polled gently: the listing counts against the install's 600 requests a minute.
   const [item] = await eventually(
     () => listing(app, i),
-    l => l[0]?.LastDeliveryStatus !== null,
-    25_000
+    { until: l => l[0]?.LastDeliveryStatus !== null, timeout: 25_000, interval: 250 }
   )
   t.equal(item.LastDeliveryStatus, 0)
   t.equal(item.ConsecutiveFailures, 1)
