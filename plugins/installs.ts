@@ -36,7 +36,7 @@ export const SELECT_INSTALL = `
          i.created_at, i.uninstalled_at, a.api_key_enabled, a.key_disabled_at
     from installs i join apps a on a.client_id = i.client_id`
 
-const toInstall = (r: InstallRow): Install => ({
+export const toInstall = (r: InstallRow): Install => ({
   installId: r.install_id,
   clientId: r.client_id,
   appSlug: r.slug,

@@ -1,16 +1,10 @@
 import fp from 'fastify-plugin'
 import { notify, type Queryable } from '../db/index.js'
-import { SELECT_INSTALL, type InstallRow } from '../installs.js'
+import { SELECT_INSTALL, toInstall, type Install, type InstallRow } from '../installs.js'
 
+type InstallFields = 'installId' | 'clientId' | 'appSlug' | 'orgRefId' | 'entityRefId' | 'scopes' | 'status'
 /** What the database says about an install and its app: the authority behind every access token. */
-export interface AccessState {
-  installId: string
-  clientId: string
-  appSlug: string
-  orgRefId: string
-  entityRefId: string
-  scopes: string[]
-  status: string
+export type AccessState = Pick<Install, InstallFields> & {
   apiKeyEnabled: boolean
   /** Epoch milliseconds of the last key disable; tokens issued at or before it are dead for good. */
   keyDisabledAt: number | null
@@ -75,17 +69,8 @@ export default fp(async (app) => {
   async function load (installId: string): Promise<AccessState | undefined> {
     const [row] = await db.query<InstallRow>(`${SELECT_INSTALL} where i.install_id = $1`, [installId])
     if (!row) return undefined
-    return {
-      installId: row.install_id,
-      clientId: row.client_id,
-      appSlug: row.slug,
-      orgRefId: row.org_ref_id,
-      entityRefId: row.entity_ref_id,
-      scopes: row.scopes,
-      status: row.status,
-      apiKeyEnabled: row.api_key_enabled,
-      keyDisabledAt: row.key_disabled_at ? row.key_disabled_at.getTime() : null
-    }
+    const { installedBy: _by, createdAt: _created, uninstalledAt: _uninstalled, ...install } = toInstall(row)
+    return { ...install, apiKeyEnabled: row.api_key_enabled, keyDisabledAt: row.key_disabled_at?.getTime() ?? null }
   }
 
   app.decorate('accessState', {
