@@ -45,6 +45,9 @@ t.test('creation refuses every private target of the issue', async t => {
     'https://[64:ff9b::7f00:1]/x',
     'https://[2002:7f00:1::]/x',
     'https://[64:ff9b:1::7f00:1]/x',
+    'https://[::ffff:0:127.0.0.1]/x',
+    'https://[::ffff:0:7f00:1]/x',
+    'https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x',
     'https://localhost./x',
     'https://LOCALHOST./x',
     'https://192.0.2.10/x',
@@ -78,11 +81,18 @@ t.test('address ranges', async t => {
     '0.0.0.0',
     '255.255.255.255',
     'fc00::1',
-    '::'
+    '::',
+    '::ffff:0:127.0.0.1',
+    '::ffff:0:a00:1',
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2'
   ]) {
     t.equal(isBlockedAddress(a), true, a)
   }
-  for (const a of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:8.8.8.8']) {
+  const publicAddresses = [
+    '93.184.216.34', '8.8.8.8', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:8.8.8.8', '::ffff:0:8.8.8.8',
+    '2001:4860::8888'
+  ]
+  for (const a of publicAddresses) {
     t.equal(isBlockedAddress(a), false, a)
   }
   t.equal(

@@ -30,16 +30,22 @@ for (const [net, prefix] of [
   ['fec0::', 10],
   ['ff00::', 8],
   ['100::', 64],
+  // Teredo tunnels to an IPv4 address it carries obfuscated, and the tunnel's relay is not ours to choose.
+  ['2001::', 32],
   ['2001:db8::', 32]
 ] as const) { blocked.addSubnet(net, prefix, 'ipv6') }
 
-/** The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible, NAT64, 6to4), if any. */
+/**
+ * The IPv4 address an IPv6 address carries (IPv4-mapped, IPv4-compatible, IPv4-translated `::ffff:0:0/96`, NAT64,
+ * 6to4), if any.
+ */
 function embeddedIPv4 (address: string): string | undefined {
   const groups = expandIPv6(address)
   if (!groups) return undefined
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
   const zero = (from: number, to: number) => groups.slice(from, to).every(g => g === 0)
   if (zero(0, 5) && (groups[5] === 0xffff || groups[5] === 0)) return v4(groups[6]!, groups[7]!)
+  if (zero(0, 4) && groups[4] === 0xffff && groups[5] === 0) return v4(groups[6]!, groups[7]!)
   // NAT64: the well-known prefix 64:ff9b::/96 and the local-use 64:ff9b:1::/48 carry the IPv4 in the last 32 bits.
   if (groups[0] === 0x64 && groups[1] === 0xff9b && (zero(2, 6) || groups[2] === 1)) return v4(groups[6]!, groups[7]!)
   if (groups[0] === 0x2002) return v4(groups[1]!, groups[2]!)
