@@ -1,5 +1,6 @@
 import t from 'tap'
 import { bearer, build, install, REDIRECT_URI, unique } from './helper.js'
+import { forge, hs256With } from './jwt-forge.js'
 
 const json = (token: string) => ({ ...bearer(token), 'content-type': 'application/json' })
 
@@ -20,6 +21,18 @@ t.test('a marketplace token on internal user routes', async t => {
   }
   const still = await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(i.accessToken) })
   t.equal(still.statusCode, 200, 'nothing was changed by those attempts')
+})
+
+t.test('a user session must expire: one without exp is refused', async t => {
+  const app = await build(t)
+  const claims = { sub: 'dev-user', org_ref_id: 'org_1', entity_ref_ids: ['ent_1'], aud: 'user_session' }
+  const noExp = forge({ alg: 'HS256', typ: 'JWT' }, claims, hs256With(app.config.userSessionSecret))
+  const refused = await app.inject({ method: 'GET', url: '/apps', headers: bearer(noExp) })
+  t.equal(refused.statusCode, 401)
+  t.same(refused.json(), { error: 'invalid_token', message: 'Invalid or expired user session.' })
+  const exp = Math.floor(Date.now() / 1000) + 60
+  const withExp = forge({ alg: 'HS256', typ: 'JWT' }, { ...claims, exp }, hs256With(app.config.userSessionSecret))
+  t.equal((await app.inject({ method: 'GET', url: '/apps', headers: bearer(withExp) })).statusCode, 200)
 })
 
 t.test('app registration', async t => {

@@ -69,7 +69,13 @@ export default fp(
       namespace: 'user',
       decoratorName: 'jwtUser',
       secret: app.config.userSessionSecret,
-      verify: { algorithms: ['HS256'], allowedAud: USER_SESSION_AUDIENCE, requiredClaims: ['sub', 'aud'], cache: 1_000 }
+      // A session without `exp` would never end: the accounting system must always say when it does.
+      verify: {
+        algorithms: ['HS256'],
+        allowedAud: USER_SESSION_AUDIENCE,
+        requiredClaims: ['sub', 'aud', 'exp'],
+        cache: 1_000
+      }
     })
     const jwt = (app.jwt as unknown as { user: JWT }).user
     app.decorateRequest('sessionUser', null)
