@@ -279,7 +279,9 @@ async function insertBacklog (databaseUrl: string, tenant: Installed, fanout: nu
     const ids: string[] = []
     await client.query('begin')
     for (let k = 0; k < events; k++) {
-      const { id, deliveries } = await insertEvent(q, eventFor(tenant, ++serial))
+      const accepted = await insertEvent(q, eventFor(tenant, ++serial))
+      if (accepted === 'conflict') throw new Error('backlog: an event id was reused')
+      const { id, deliveries } = accepted
       if (deliveries !== fanout) {
         throw new Error(`backlog: ${id} fanned out to ${deliveries} subscriptions, expected ${fanout}`)
       }

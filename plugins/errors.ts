@@ -146,6 +146,8 @@ export const errors = {
   topicNotEmitted: (topic: string) =>
     new ApiError(422, 'topic_not_emitted', `Topic ${topic} is planned and not emitted yet.`),
   invalidTargetUrl: (message: string) => new ApiError(400, 'invalid_target_url', message),
+  eventConflict: () => new ApiError(409, 'event_conflict',
+    'An event with this id was already accepted with a different topic, tenant or data.'),
   limitExceeded: (message: string) => new ApiError(422, 'limit_exceeded', message),
   invalidEventsToken: () =>
     new ApiError(

@@ -215,8 +215,16 @@ t.test('events in: authentication, topics, idempotency', async t => {
   const first = await publish(app, { ...event, id: 'producer-key-1' })
   t.equal(first.statusCode, 202)
   t.match(first.json(), { id: /^evt_/, deliveries: 1 })
-  const again = await publish(app, { ...event, id: 'producer-key-1', data: { changed: true } })
+  const again = await publish(app, { ...event, id: 'producer-key-1' })
   t.same(again.json(), first.json(), 'the same id answers the first result')
+  for (const other of [{ data: { changed: true } }, { topic: 'bill.created' }, { entity_ref_id: 'ent_other' }]) {
+    const conflict = await publish(app, { ...event, id: 'producer-key-1', ...other })
+    t.equal(conflict.statusCode, 409, JSON.stringify(other))
+    t.same(conflict.json(), {
+      error: 'event_conflict',
+      message: 'An event with this id was already accepted with a different topic, tenant or data.'
+    })
+  }
   await receiver.waitFor(1)
   await settled(app, i)
   t.equal(receiver.received.length, 1, 'one delivery for a duplicate event id')

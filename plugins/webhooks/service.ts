@@ -132,7 +132,9 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
       const kind = topicKind(event.topic)
       if (kind === 'unknown') throw errors.unknownTopic([event.topic])
       if (kind === 'planned') throw errors.topicNotEmitted(event.topic)
-      return store.insertEvent(event)
+      const accepted = await store.insertEvent(event)
+      if (accepted === 'conflict') throw errors.eventConflict()
+      return accepted
     }
   }
 }

@@ -123,14 +123,15 @@ const columns = <T>(rows: T[], ...pick: Array<(r: T) => unknown>): unknown[][] =
 /**
  * Stores an event and its fan-out to every matching active subscription in one statement, so in one round trip
  * and one transaction: the event, its deliveries and the wake-up notification exist together or not at all.
- * A producer id seen before stores nothing and returns the first result. Inside a caller's transaction the
+ * A producer id seen before stores nothing: the same event returns the first result, a different one (topic,
+ * tenant or data) `'conflict'`. Inside a caller's transaction the
  * notification goes out at its commit.
  */
 export async function insertEvent (
   q: Queryable,
   e: Static<typeof EventBody>,
   createdAt = new Date()
-): Promise<{ id: string, deliveries: number }> {
+): Promise<{ id: string, deliveries: number } | 'conflict'> {
   const id = randomToken('evt_', 16)
   // These bytes are what every attempt sends and signs, retries included.
   const body = JSON.stringify({
@@ -161,10 +162,13 @@ export async function insertEvent (
     [id, e.id ?? null, e.topic, e.org_ref_id, e.entity_ref_id, body, createdAt, WAKEUP_CHANNEL]
   )
   if (row!.inserted) return { id, deliveries: row!.deliveries }
-  const [first] = await q.query<{ id: string, delivery_count: number }>(
-    'select id, delivery_count from webhook_events where producer_id = $1',
-    [e.id]
-  )
+  // The producer's id was seen before: the same event again gets the first result, another event under it none.
+  const [first] = await q.query<{ id: string, delivery_count: number, same: boolean }>(
+    `select id, delivery_count,
+            (topic = $2 and org_ref_id = $3 and entity_ref_id = $4 and body::jsonb -> 'data' = $5::jsonb) as same
+       from webhook_events where producer_id = $1`,
+    [e.id, e.topic, e.org_ref_id, e.entity_ref_id, JSON.stringify(e.data)])
+  if (!first!.same) return 'conflict'
   return { id: first!.id, deliveries: first!.delivery_count }
 }
 
