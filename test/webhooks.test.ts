@@ -400,6 +400,30 @@ t.test('a 410 disables at once and cancels what is pending', async t => {
   t.equal(after.json().deliveries, 0)
 })
 
+t.test('an app whose API key is off gets no deliveries: none fanned out, pending ones cancelled', async t => {
+  const receiver = await startReceiver(t, (_r, res) => {
+    res.statusCode = 500
+    res.end()
+  })
+  const app = await build(t, RECEIVER_ENV(receiver.caFile, { WEBHOOK_RETRY_SCHEDULE: '1' }))
+  const i = await install(app)
+  const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
+  const event = { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} }
+  t.equal((await publish(app, event)).json().deliveries, 1)
+  await receiver.waitFor(1)
+  const disabled = await app.inject({
+    method: 'POST', url: `/apps/${i.clientId}/api-key/disable`, headers: bearer(i.ownerToken)
+  })
+  t.equal(disabled.statusCode, 200)
+  t.equal((await publish(app, event)).json().deliveries, 0, 'not fanned out while the key is off')
+  const statuses = async () => (await app.db.query<{ status: string }>(
+    'select status from webhook_deliveries where subscription_id = $1', [sub.id])).map(r => r.status)
+  t.same(await eventually(statuses, { until: s => s[0] === 'cancelled', what: 'the pending retry to be cancelled' }),
+    ['cancelled'])
+  await settled(app, i)
+  t.equal(receiver.received.length, 1, 'the retry never went out')
+})
+
 t.test('planned topics are never delivered; an uninstalled install gets nothing', async t => {
   const receiver = await startReceiver(t)
   const app = await build(t, RECEIVER_ENV(receiver.caFile))

@@ -31,7 +31,7 @@ export interface ClaimedDelivery {
   subscriptionId: string
   targetUrl: string
   secretCiphertext: string
-  /** False when the subscription or its install is no longer active: cancel, don't send. */
+  /** False when the subscription or its install is no longer active, or the app's key is off: cancel, don't send. */
   deliverable: boolean
 }
 
@@ -144,8 +144,11 @@ export async function insertEvent (
   })
   const [row] = await q.query<{ inserted: boolean, deliveries: number }>(
     `with targets as (
-       select s.id from webhook_subscriptions s join installs i on i.install_id = s.install_id
-        where s.is_active and i.status = 'active' and s.org_ref_id = $4 and s.entity_ref_id = $5 and $3 = any(s.topics)
+       select s.id from webhook_subscriptions s
+         join installs i on i.install_id = s.install_id
+         join apps a on a.client_id = i.client_id
+        where s.is_active and i.status = 'active' and a.api_key_enabled
+          and s.org_ref_id = $4 and s.entity_ref_id = $5 and $3 = any(s.topics)
      ), event as (
        insert into webhook_events (id, producer_id, topic, org_ref_id, entity_ref_id, body, delivery_count, created_at)
        select $1, $2, $3, $4, $5, $6, count(*), $7 from targets
@@ -329,11 +332,12 @@ export function createWebhookStore (db: Db) {
            returning d.id, d.attempts, d.event_id, d.subscription_id
          )
          select c.id, c.attempts, c.event_id, e.topic, e.body, c.subscription_id, s.target_url, s.secret_ciphertext,
-                (s.is_active and i.status = 'active') as deliverable
+                (s.is_active and i.status = 'active' and a.api_key_enabled) as deliverable
            from claimed c
            join webhook_events e on e.id = c.event_id
            join webhook_subscriptions s on s.id = c.subscription_id
-           join installs i on i.install_id = s.install_id`,
+           join installs i on i.install_id = s.install_id
+           join apps a on a.client_id = i.client_id`,
         [limit, workerId, leaseSeconds]
       )
       return rows.map(r => ({
