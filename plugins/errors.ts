@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
 import type { ErrorBody } from '../schemas/errors.js'
+import { DatabaseUnavailableError } from './db/types.js'
 
 type Extra = Omit<ErrorBody, 'error' | 'message'>
 
@@ -39,6 +40,10 @@ export class JsonRpcHttpError extends ApiError {
     return { jsonrpc: '2.0', error: { code: this.rpcCode, message: this.message }, id: null }
   }
 }
+
+/** How long a client should wait before retrying after a 503: about how long a database fail-over takes. */
+const RETRY_AFTER_S = 5
+const SERVICE_UNAVAILABLE = 'The service is temporarily unavailable. Try again in a few seconds.'
 
 const quote = (s: string): string => s.replace(/["\\]/g, '\\$&')
 
@@ -184,7 +189,13 @@ export const errors = {
   requestTimeout: () => new ApiError(408, 'request_timeout', 'The request took too long to arrive.'),
   malformedRequest: () => new ApiError(400, 'bad_request', 'Malformed HTTP request.'),
   internal: () =>
-    new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged; try again later.')
+    new ApiError(500, 'internal_error', 'Something went wrong on our side. It has been logged; try again later.'),
+  /** A dependency (the database) is down or not answering in time: nothing is wrong with the request. */
+  serviceUnavailable: () =>
+    new ApiError(503, 'service_unavailable', SERVICE_UNAVAILABLE, {}, { 'retry-after': String(RETRY_AFTER_S) }),
+  mcpServiceUnavailable: () =>
+    new JsonRpcHttpError(503, -32000, SERVICE_UNAVAILABLE, { 'retry-after': String(RETRY_AFTER_S) }),
+  mcpInternal: () => new JsonRpcHttpError(500, -32603, 'Internal error.')
 }
 
 export function sendError (reply: FastifyReply, err: ApiError): FastifyReply {
@@ -214,6 +225,7 @@ function toApiError (
   ) {
     if (apiError.code === 'validation_error') return errors.mcpParseError(apiError.message)
     if (apiError.statusCode < 500) return errors.mcpInvalidRequest(apiError.statusCode, apiError.message)
+    return apiError.code === 'service_unavailable' ? errors.mcpServiceUnavailable() : errors.mcpInternal()
   }
   if (apiError.code === 'validation_error' && request.routeOptions.config?.oauthErrors) {
     const detail = apiError.extra.details
@@ -230,6 +242,7 @@ function mapError (
   bodyLimit: number
 ): ApiError {
   if (err instanceof ApiError) return err
+  if (err instanceof DatabaseUnavailableError) return errors.serviceUnavailable()
   if (err.validation) {
     return errors.validation(
       err.validation.map(v => ({

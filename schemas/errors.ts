@@ -42,7 +42,8 @@ const MEANING: Record<number, string> = {
   422: 'Well-formed, but refused: a limit or a rule of the resource.',
   429: 'Rate limit exceeded; see Retry-After.',
   500: "Unexpected error on the service's side.",
-  501: 'Not built yet.'
+  501: 'Not built yet.',
+  503: 'The database is unavailable or not answering in time; retry after Retry-After seconds.'
 }
 
 /** Response schemas for a set of error statuses, for a route's `schema.response`, each described. */
@@ -51,6 +52,6 @@ export function errorResponses (...statuses: number[]): Record<number, typeof Er
 }
 
 /** Error statuses every authenticated `/public/v1` route can answer. */
-export const PUBLIC_ERRORS = [401, 429, 500]
+export const PUBLIC_ERRORS = [401, 429, 500, 503]
 /** And those under the tenant prefix, which also checks the tenant and the scopes. */
 export const TENANT_ERRORS = [...PUBLIC_ERRORS, 403]

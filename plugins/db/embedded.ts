@@ -15,6 +15,11 @@ export async function createEmbedded (dataDir: string): Promise<Db> {
   return {
     kind: 'embedded',
     ...queryable(pglite),
+    // In-process: it answers unless a long transaction holds its one connection, which the bound covers.
+    ping: timeoutMs => Promise.race([
+      pglite.query('select 1').then(() => true, () => false),
+      new Promise<boolean>(resolve => setTimeout(() => resolve(false), timeoutMs).unref())
+    ]),
     tx: fn => pglite.transaction(tx => fn(queryable(tx))),
     async exec (sql) { await pglite.exec(sql) },
     async withAdvisoryLock (_key, fn) {

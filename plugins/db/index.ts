@@ -1,11 +1,14 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
+import type { FastifyBaseLogger } from 'fastify'
+import { maskUrl, StartupError, type Config } from '../config.js'
 import { createEmbedded } from './embedded.js'
 import { migrate } from './migrate.js'
-import { createPostgres } from './postgres.js'
+import { createPostgres, unavailableKind, type PostgresOptions } from './postgres.js'
 import type { Db } from './types.js'
 
 export type { Db, Queryable } from './types.js'
-export { notify } from './types.js'
+export { notify, DatabaseUnavailableError } from './types.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,7 +19,9 @@ declare module 'fastify' {
 /** Opens Postgres (`DATABASE_URL`) or the embedded database, migrates it, and closes it with the app. */
 export default fp(
   async app => {
-    const db = await openDb(app.config, app.log)
+    const db = await openDb(app.config, app.log, {
+      onUnavailable: kind => { app.metrics?.dependencyError('postgres', kind) }
+    })
     app.decorate('db', db)
     app.addHook('onClose', async () => {
       await db.close()
@@ -27,9 +32,33 @@ export default fp(
   { name: 'db', dependencies: ['config'] }
 )
 
+/**
+ * Postgres when DATABASE_URL is set, else the embedded database. Postgres that is not up yet (refused, starting,
+ * not resolvable: containers start together) is retried with backoff for DATABASE_STARTUP_WAIT_SECONDS; anything
+ * else (a wrong password, a missing database) fails at once. Either way the error is one line naming DATABASE_URL,
+ * password masked, and the cause.
+ */
 export async function openDb (
-  config: { databaseUrl: string | undefined, embeddedDataDir: string },
-  log: Parameters<typeof createPostgres>[1]
+  config: Pick<Config, 'databaseUrl' | 'embeddedDataDir' | 'databaseStartupWaitSeconds'>,
+  log: FastifyBaseLogger,
+  opts: PostgresOptions = {}
 ): Promise<Db> {
-  return config.databaseUrl ? createPostgres(config.databaseUrl, log) : createEmbedded(config.embeddedDataDir)
+  const url = config.databaseUrl
+  if (!url) return createEmbedded(config.embeddedDataDir)
+  const deadline = Date.now() + config.databaseStartupWaitSeconds * 1000
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await createPostgres(url, log, opts)
+    } catch (err) {
+      const e = err as { message?: string, code?: string }
+      const cause = `${e.message ?? String(err)}${e.code && !e.message?.includes(e.code) ? ` (${e.code})` : ''}`
+      const wait = Math.min(250 * 2 ** (attempt - 1), 5_000)
+      if (!unavailableKind(err) || Date.now() + wait > deadline) {
+        const waited = attempt > 1 ? `, after ${attempt} attempts` : ''
+        throw new StartupError(`Cannot use the database at DATABASE_URL=${maskUrl(url)}: ${cause}${waited}.`)
+      }
+      log.warn({ database: maskUrl(url), cause, retry_in_ms: wait, attempt }, 'database not ready; retrying')
+      await sleep(wait)
+    }
+  }
 }

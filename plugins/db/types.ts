@@ -12,6 +12,8 @@ export interface Db extends Queryable {
   readonly kind: 'postgres' | 'embedded'
   /** Postgres `application_name` of the notification connection (Postgres only). */
   readonly listenerName?: string
+  /** Whether the database answers within `timeoutMs`; never holds a connection longer than that. */
+  ping(timeoutMs: number): Promise<boolean>
   tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>
   /** Runs a multi-statement script (migrations). */
   exec(sql: string): Promise<void>
@@ -25,10 +27,24 @@ export interface Db extends Queryable {
   onNotificationsLost(fn: () => void): void
   /** False while notifications cannot be trusted (listener connection down). */
   readonly notificationsHealthy: boolean
+  /** Connections of the pool (Postgres only), for operators. */
+  poolStats?(): { total: number, idle: number, waiting: number }
   close(): Promise<void>
 }
 
 /** Sends a notification; inside a transaction it is delivered at commit, as Postgres does. */
 export async function notify (q: Queryable, channel: string, payload: string): Promise<void> {
   await q.query('select pg_notify($1, $2)', [channel, payload])
+}
+
+/**
+ * The database could not be reached or did not answer in time: a connection refused, dropped or timed out, a
+ * statement past its time-out, a server shutting down or starting up. Requests that meet it are answered 503 with
+ * Retry-After (docs/operations.md); nothing the caller sent is wrong.
+ */
+export class DatabaseUnavailableError extends Error {
+  constructor (readonly kind: string, options: { cause: unknown }) {
+    super(`database unavailable (${kind})`, options)
+    this.name = 'DatabaseUnavailableError'
+  }
 }

@@ -2,6 +2,7 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import type { Principal } from '../auth/access-state.js'
 import { ApiError, errors } from '../errors.js'
+import { DatabaseUnavailableError } from '../db/types.js'
 
 export interface ToolAnnotations {
   readOnlyHint: boolean
@@ -140,6 +141,7 @@ export function createRegistry () {
         return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: result }
       } catch (err) {
         if (err instanceof ApiError) return toolError(err)
+        if (err instanceof DatabaseUnavailableError) return toolError(errors.serviceUnavailable())
         throw err
       }
     }

@@ -21,7 +21,7 @@ const apps: FastifyPluginAsyncTypebox = async app => {
   app.post(
     '/apps',
     {
-      schema: { tags, body: NewAppBody, response: { 201: CreatedApp, ...errorResponses(400, 401, 409, 413, 415) } }
+      schema: { tags, body: NewAppBody, response: { 201: CreatedApp, ...errorResponses(400, 401, 409, 413, 415, 503) } }
     },
     async (request, reply) => {
       const { slug, name, redirect_uris: redirectUris, scopes } = request.body
@@ -30,7 +30,7 @@ const apps: FastifyPluginAsyncTypebox = async app => {
     }
   )
 
-  app.get('/apps', { schema: { tags, response: { 200: AppListing, ...errorResponses(401) } } }, async request => {
+  app.get('/apps', { schema: { tags, response: { 200: AppListing, ...errorResponses(401, 503) } } }, async request => {
     const owned = await app.apps.listOwnedBy(request.sessionUser!.sub)
     return { apps: owned.map(a => ({ ...view(a), api_key_enabled: a.apiKeyEnabled })) }
   })
@@ -39,7 +39,7 @@ const apps: FastifyPluginAsyncTypebox = async app => {
     app.post(
       `/apps/:clientId/api-key/${action}`,
       {
-        schema: { tags, params: ClientIdParams, response: { 200: ApiKeyState, ...errorResponses(401, 404) } }
+        schema: { tags, params: ClientIdParams, response: { 200: ApiKeyState, ...errorResponses(401, 404, 503) } }
       },
       async request => {
         const changed = await app.apps.setKeyEnabled(

@@ -16,7 +16,7 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['events'],
       summary: 'Publish an event (accounting system only)',
       body: EventBody,
-      response: { 202: EventAccepted, ...errorResponses(400, 401, 409, 413, 415, 422) }
+      response: { 202: EventAccepted, ...errorResponses(400, 401, 409, 413, 415, 422, 503) }
     }
   }, async (request, reply) => reply.code(202).send(await app.webhooks.publish(request.body)))
 }

@@ -23,7 +23,7 @@ const installs: FastifyPluginAsyncTypebox = async (app) => {
   const tags = ['internal: installs']
 
   app.get('/orgs/:orgId/entities/:entityId/installs', {
-    schema: { tags, params: TenantParams, response: { 200: InstallListing, ...errorResponses(401, 403) } }
+    schema: { tags, params: TenantParams, response: { 200: InstallListing, ...errorResponses(401, 403, 503) } }
   }, async (request) => {
     const { orgId, entityId } = request.params
     if (request.sessionUser!.orgRefId !== orgId) throw errors.notMemberOfTenant()
@@ -31,7 +31,7 @@ const installs: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.delete('/installs/:installId', {
-    schema: { tags, params: InstallParams, response: { 200: InstallRecord, ...errorResponses(401, 404) } }
+    schema: { tags, params: InstallParams, response: { 200: InstallRecord, ...errorResponses(401, 404, 503) } }
   }, async (request) => {
     const removed = await app.installs.uninstall(request.sessionUser!.orgRefId, request.params.installId)
     if (!removed) throw errors.notFound('No active install with this id in your organisation.')
