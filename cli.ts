@@ -7,7 +7,7 @@ import pino from 'pino'
 import { buildApp, buildWorker } from './app.js'
 import { openDb } from './plugins/db/index.js'
 import { migrate } from './plugins/db/migrate.js'
-import { ConfigError, loadConfig } from './plugins/config.js'
+import { loadConfig, StartupError } from './plugins/config.js'
 import { loadConfigOrExit, serve } from './server.js'
 import { signUserSession } from './plugins/auth/user-session.js'
 
@@ -101,6 +101,6 @@ Promise.resolve().then(run).catch(err => {
     process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`)
     process.exit(2)
   }
-  process.stderr.write(err instanceof ConfigError ? `${err.message}\n` : `${(err as Error).stack ?? err}\n`)
+  process.stderr.write(err instanceof StartupError ? `${err.message}\n` : `${(err as Error).stack ?? err}\n`)
   process.exit(1)
 })

@@ -19,6 +19,7 @@ export const EnvSchema = Type.Object({
   DATABASE_URL: Type.Optional(
     Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// connection string' })
   ),
+  DATABASE_STARTUP_WAIT_SECONDS: Type.Optional(Int(0, 3_600)),
   DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   PUBLIC_BASE_URL: Type.Optional(Url),
   MCP_BASE_URL: Type.Optional(Url),
@@ -63,6 +64,8 @@ export interface Config {
   port: number
   host: string
   databaseUrl: string | undefined
+  /** How long a start waits for Postgres to come up (containers start together) before giving up. */
+  databaseStartupWaitSeconds: number
   dataDir: string
   /** Where PGlite keeps its files; `memory://` keeps them in memory (tests). */
   embeddedDataDir: string
@@ -95,37 +98,64 @@ export interface Config {
   generatedSecrets: string[]
 }
 
-export class ConfigError extends Error {
-  constructor (variable: string, problem: string) {
-    super(`Invalid configuration: ${variable} ${problem}`)
-    this.name = 'ConfigError'
+/** A start that cannot go on, with a message for the operator and no stack trace (cli.ts prints only the message). */
+export class StartupError extends Error {
+  override name = 'StartupError'
+}
+
+/** Every problem with the environment, reported at once: one start, one list to fix. */
+export class ConfigError extends StartupError {
+  override name = 'ConfigError'
+  readonly problems: Array<[variable: string, problem: string]>
+  constructor (variable: string | Array<[string, string]>, problem = '') {
+    const problems: Array<[string, string]> = typeof variable === 'string' ? [[variable, problem]] : variable
+    super(problems.length === 1
+      ? `Invalid configuration: ${problems[0]![0]} ${problems[0]![1]}`
+      : `Invalid configuration (${problems.length} problems):\n` + problems.map(([v, p]) => `  ${v} ${p}`).join('\n'))
+    this.problems = problems
   }
 }
 
+/** A connection URL fit for a log line: the password replaced by ***. */
+export function maskUrl (url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password) u.password = '***'
+    return u.toString()
+  } catch {
+    return url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@')
+  }
+}
+
+/** How a bad value is echoed: secrets by length only, URLs without their password. */
+function echo (variable: string, value: string | undefined): string {
+  if (value === undefined) return '(not set)'
+  if ((SECRET_NAMES as readonly string[]).includes(variable)) return `a value of ${value.length} characters`
+  return JSON.stringify(/_URL$/.test(variable) ? maskUrl(value) : value)
+}
+
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]'])
 const SECRET_NAMES = ['TOKEN_SIGNING_KEY', 'USER_SESSION_SECRET', 'WEBHOOK_SECRET_KEY', 'EVENTS_TOKEN'] as const
 type SecretName = (typeof SECRET_NAMES)[number]
 
-function checkShape (env: Record<string, string | undefined>): Env {
+function checkShape (env: Record<string, string | undefined>, problems: Array<[string, string]>): Env {
   const known: Record<string, string> = {}
   for (const key of Object.keys(EnvSchema.properties)) {
     const value = env[key]
     if (value !== undefined && value !== '') known[key] = value
   }
-  // The first error names one variable; the operator fixes it and the next start names the next one.
-  const error = Value.Errors(EnvSchema, known).First()
-  if (error) {
-    const variable = error.path.replace(/^\//, '')
-    const schema = EnvSchema.properties[variable as keyof Env] as { description?: string } | undefined
-    throw new ConfigError(
-      variable,
-      `must be ${schema?.description ?? 'valid'} (got ${JSON.stringify(known[variable])})`
-    )
-  }
+  const describe = (key: string) =>
+    EnvSchema.properties[key as keyof Env] as { min?: number, max?: number, description?: string } | undefined
+  const bad = new Set<string>()
+  for (const error of Value.Errors(EnvSchema, known)) bad.add(error.path.replace(/^\//, '').split('/')[0]!)
   for (const [key, value] of Object.entries(known)) {
-    const s = EnvSchema.properties[key as keyof Env] as { min?: number, max?: number, description?: string }
-    if (s.min !== undefined && (Number(value) < s.min || Number(value) > (s.max ?? Infinity))) {
-      throw new ConfigError(key, `must be ${s.description} (got ${JSON.stringify(value)})`)
-    }
+    const s = describe(key)!
+    if (s.min !== undefined && (Number(value) < s.min || Number(value) > (s.max ?? Infinity))) bad.add(key)
+  }
+  for (const key of bad) {
+    problems.push([key, `must be ${describe(key)?.description ?? 'valid'} (got ${echo(key, known[key])})`])
+    // Left out, so that the checks after this one judge the rest of the configuration on its defaults.
+    delete known[key]
   }
   return known as Env
 }
@@ -138,16 +168,17 @@ function decodeKey32 (value: string): Buffer | undefined {
   return undefined
 }
 
-function checkSigningKey (pem: string): string {
+/** The key in PKCS#8 PEM, or the problem with it. */
+function checkSigningKey (pem: string): string | [string, string] {
   const text = pem.includes('\\n') ? pem.replace(/\\n/g, '\n') : pem
   let key
   try {
     key = createPrivateKey(text)
   } catch {
-    throw new ConfigError('TOKEN_SIGNING_KEY', 'must be an RSA private key in PEM (PKCS#8)')
+    return ['TOKEN_SIGNING_KEY', 'must be an RSA private key in PEM (PKCS#8)']
   }
   if (key.asymmetricKeyType !== 'rsa' || (key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) {
-    throw new ConfigError('TOKEN_SIGNING_KEY', 'must be an RSA private key of at least 2048 bits')
+    return ['TOKEN_SIGNING_KEY', 'must be an RSA private key of at least 2048 bits']
   }
   return key.export({ format: 'pem', type: 'pkcs8' }).toString()
 }
@@ -181,59 +212,71 @@ function loadOrGenerateSecrets (dataDir: string, missing: SecretName[]): Record<
 const flag = (value: string | undefined, fallback: boolean): boolean =>
   value === undefined ? fallback : value === 'true' || value === '1'
 
-/** Reads and checks the environment. Throws a ConfigError that names the first bad variable. */
+/** Reads and checks the environment. Throws one ConfigError that names every bad or missing variable. */
 export function loadConfig (rawEnv: Record<string, string | undefined> = process.env): Config {
-  const env = checkShape(rawEnv)
+  const problems: Array<[string, string]> = []
+  const env = checkShape(rawEnv, problems)
   const nodeEnv = (env.NODE_ENV ?? 'development') as Config['nodeEnv']
   const port = Number(env.PORT ?? 3000)
   const host = env.HOST ?? '127.0.0.1'
   const dataDir = resolve(env.DATA_DIR ?? './data')
-  const hostForUrl = host.includes(':') ? `[${host}]` : host
+  // Listening on every interface, the service is still reached as localhost from its own machine, not 0.0.0.0.
+  const hostForUrl = WILDCARD_HOSTS.has(host) ? 'localhost' : host.includes(':') ? `[${host}]` : host
   const defaultBase = `http://${hostForUrl}:${port}`
 
   const missing = SECRET_NAMES.filter(name => !env[name])
   if (nodeEnv === 'production') {
-    if (missing.length > 0) {
-      throw new ConfigError(missing[0]!, 'is required in production (generated development keys are refused)')
+    for (const name of missing) {
+      if (!rawEnv[name]) {
+        problems.push([name, 'is required in production (generated development keys are refused)'])
+      }
     }
-    if (!env.DATABASE_URL) {
-      throw new ConfigError('DATABASE_URL', 'is required in production (the embedded database is for development)')
+    if (!env.DATABASE_URL && !problems.some(([v]) => v === 'DATABASE_URL')) {
+      problems.push(['DATABASE_URL', 'is required in production (the embedded database is for development)'])
+    }
+    if (!env.PUBLIC_BASE_URL && !problems.some(([v]) => v === 'PUBLIC_BASE_URL')) {
+      problems.push(['PUBLIC_BASE_URL', 'is required in production (the URL clients reach the service at: ' +
+        'token issuer, OAuth metadata and MCP endpoint)'])
     }
   }
-  const generated = loadOrGenerateSecrets(dataDir, missing)
-  const secret = (name: SecretName): string => env[name] ?? generated[name]!
+  if (problems.length > 0 && nodeEnv === 'production') throw new ConfigError(problems)
+  // Only secrets that are not set at all are generated; one set to a bad value is reported above.
+  const generated = loadOrGenerateSecrets(dataDir, missing.filter(name => !rawEnv[name]))
+  const secret = (name: SecretName): string => env[name] ?? generated[name] ?? ''
+  const reported = (name: string) => problems.some(([v]) => v === name)
 
   const webhookSecretKey = decodeKey32(secret('WEBHOOK_SECRET_KEY'))
-  if (!webhookSecretKey) throw new ConfigError('WEBHOOK_SECRET_KEY', 'must be 32 bytes, written in hex or base64')
+  if (!webhookSecretKey && !reported('WEBHOOK_SECRET_KEY')) {
+    problems.push(['WEBHOOK_SECRET_KEY', 'must be 32 bytes, written in hex or base64'])
+  }
+  const tokenSigningKey = checkSigningKey(secret('TOKEN_SIGNING_KEY'))
+  if (Array.isArray(tokenSigningKey) && !reported('TOKEN_SIGNING_KEY')) problems.push(tokenSigningKey)
 
-  const mcpBaseUrl = (env.MCP_BASE_URL ?? defaultBase).replace(/\/+$/, '')
+  const publicBaseUrl = (env.PUBLIC_BASE_URL ?? defaultBase).replace(/\/+$/, '')
+  // The MCP endpoint is served by this same service, so by default it is advertised at the same place.
+  const mcpBaseUrl = (env.MCP_BASE_URL ?? publicBaseUrl).replace(/\/+$/, '')
   const origins = env.MCP_ALLOWED_ORIGINS?.split(',')
     .map(s => s.trim())
     .filter(Boolean) ?? [new URL(mcpBaseUrl).origin]
-  for (const origin of origins) {
-    if (!/^https?:\/\/[^/\s]+$/.test(origin)) {
-      throw new ConfigError(
-        'MCP_ALLOWED_ORIGINS',
-        `must list origins like https://host:port (got ${JSON.stringify(origin)})`
-      )
-    }
+  const badOrigin = origins.find(origin => !/^https?:\/\/[^/\s]+$/.test(origin))
+  if (badOrigin !== undefined) {
+    problems.push(['MCP_ALLOWED_ORIGINS', `must list origins like https://host:port (got ${JSON.stringify(badOrigin)})`])
   }
   if (env.WEBHOOK_CA_FILE && !existsSync(env.WEBHOOK_CA_FILE)) {
-    throw new ConfigError(
-      'WEBHOOK_CA_FILE',
-      `names a file that does not exist (${JSON.stringify(env.WEBHOOK_CA_FILE)})`
-    )
+    problems.push(['WEBHOOK_CA_FILE', `names a file that does not exist (${JSON.stringify(env.WEBHOOK_CA_FILE)})`])
   }
+  if (problems.length > 0 || !webhookSecretKey || Array.isArray(tokenSigningKey)) throw new ConfigError(problems)
 
   return {
     port,
     host,
     databaseUrl: env.DATABASE_URL,
+    databaseStartupWaitSeconds: Number(env.DATABASE_STARTUP_WAIT_SECONDS ?? 30),
     dataDir,
     embeddedDataDir: join(dataDir, 'pglite'),
-    publicBaseUrl: (env.PUBLIC_BASE_URL ?? defaultBase).replace(/\/+$/, ''),
+    publicBaseUrl,
     mcpBaseUrl,
-    tokenSigningKey: checkSigningKey(secret('TOKEN_SIGNING_KEY')),
+    tokenSigningKey,
     userSessionSecret: secret('USER_SESSION_SECRET'),
     webhookSecretKey,
     eventsToken: secret('EVENTS_TOKEN'),

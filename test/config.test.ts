@@ -38,8 +38,36 @@ t.test('production refuses generated keys and the embedded database', async t =>
   }
   t.throws(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir(), ...secrets }),
     { message: /DATABASE_URL is required in production/ })
-  const prod = loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir(), DATABASE_URL: 'postgres://db/x', ...secrets })
+  const required = { ...secrets, DATABASE_URL: 'postgres://db/x', PUBLIC_BASE_URL: 'https://gw.example' }
+  t.throws(() => loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir(), ...required, PUBLIC_BASE_URL: '' }),
+    { message: /^Invalid configuration: PUBLIC_BASE_URL is required in production/ })
+  const prod = loadConfig({ NODE_ENV: 'production', DATA_DIR: dataDir(), ...required })
   t.same(prod.generatedSecrets, [])
+  t.equal(prod.mcpBaseUrl, 'https://gw.example', 'MCP_BASE_URL defaults to PUBLIC_BASE_URL')
+})
+
+t.test('every problem is reported at once, and no secret or password is echoed', async t => {
+  const err = t.throws(() => loadConfig({
+    NODE_ENV: 'production',
+    DATA_DIR: dataDir(),
+    PORT: 'abc',
+    USER_SESSION_SECRET: 'hunter2',
+    REDIS_URL: 'http://user:s3cret@cache:6379'
+  })) as Error
+  t.equal(err.message.split('\n')[0], 'Invalid configuration (8 problems):')
+  for (const variable of ['PORT', 'USER_SESSION_SECRET', 'REDIS_URL', 'TOKEN_SIGNING_KEY', 'WEBHOOK_SECRET_KEY',
+    'EVENTS_TOKEN', 'DATABASE_URL', 'PUBLIC_BASE_URL']) {
+    t.match(err.message, new RegExp(`\n  ${variable} `), `names ${variable}`)
+  }
+  t.notMatch(err.message, 'hunter2', 'a secret is described by its length only')
+  t.notMatch(err.message, 's3cret', 'a URL is echoed without its password')
+  t.match(err.message, 'USER_SESSION_SECRET must be at least 32 characters (got a value of 7 characters)')
+})
+
+t.test('listening on every interface, the default URLs name localhost', async t => {
+  const c = loadConfig({ DATA_DIR: dataDir(), HOST: '0.0.0.0', PORT: '8080' })
+  t.equal(c.publicBaseUrl, 'http://localhost:8080')
+  t.equal(c.mcpBaseUrl, 'http://localhost:8080')
 })
 
 t.test('development secrets are generated once and kept', async t => {
