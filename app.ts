@@ -6,6 +6,7 @@ import addFormats from 'ajv-formats'
 import configPlugin, { ConfigError, type Config } from './plugins/config.js'
 import db from './plugins/db/index.js'
 import errorsPlugin, { clientErrorHandler, frameworkErrors } from './plugins/errors.js'
+import lifecycle from './plugins/lifecycle.js'
 import requestLog, { genReqId, loggerOptions } from './plugins/request-log.js'
 import accessState from './plugins/auth/access-state.js'
 import accessTokens from './plugins/auth/tokens.js'
@@ -88,6 +89,8 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(sensible)
   await app.register(errorsPlugin)
   await app.register(requestLog)
+  // Before the plugins that close things: its preClose hook (stop accepting, let requests finish) runs first.
+  await app.register(lifecycle)
   // The MCP registry before the plugins that add their tools and resources to it.
   await app.register(mcp)
   await app.register(openapi)

@@ -36,6 +36,8 @@ export async function serve (config: Config): Promise<void> {
     if (closing) return
     closing = true
     app.log.info({ signal }, 'shutting down')
+    // Readiness 503 and no new connections now, not after the other plugins' preClose hooks (plugins/lifecycle.ts).
+    app.lifecycle.drain()
     const timer = setTimeout(() => {
       app.log.error('shutdown took too long; exiting')
       process.exit(1)

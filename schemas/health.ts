@@ -9,6 +9,8 @@ export const Health = Type.Object({
 
 export const Readiness = Type.Object({
   status: Type.Union([Type.Literal('ready'), Type.Literal('unavailable')]),
-  database: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),
+  database: Type.Union([Type.Literal('ok'), Type.Literal('unavailable'), Type.Literal('unknown')], {
+    description: 'unknown while shutting down: the database is not asked then.'
+  }),
   shutting_down: Type.Boolean()
 })

@@ -27,7 +27,8 @@ export default fp(async (app) => {
   app.decorate('webhooks', { ...service, workerStatus: () => worker?.snapshot() ?? null })
   if (worker) {
     app.addHook('onReady', async () => { await worker.start() })
-    app.addHook('preClose', async () => { await worker.stop() })
+    // After the listener has stopped and requests in flight have finished (plugins/lifecycle.ts), before the database.
+    app.addHook('onClose', async () => { await worker.stop() })
   }
   // The separate worker process (buildWorker) has no MCP endpoint.
   if (app.hasDecorator('mcp')) addWebhookTools(app.mcp, app.webhooks)
