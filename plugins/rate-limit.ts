@@ -2,14 +2,27 @@ import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
+import { throttledLog } from '../lib/throttled-log.js'
 import { errors } from './errors.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Shared rate-limit counters when REDIS_URL is set, so that every instance counts together. */
     redis: Redis | null
+    /**
+     * True while Redis is down or not answering: the limiters skip it (allowList) and let requests through at
+     * once, rather than each waiting for its command to time out.
+     */
+    redisBypassed(): boolean
   }
 }
+
+/**
+ * Bounds on every wait on Redis (docs/operations.md#time-outs). A command that gets no answer in COMMAND_MS fails
+ * and the limiter lets the request through (skipOnError); a probe every PROBE_MS trips the breaker, so that while
+ * Redis stays silent requests do not wait at all.
+ */
+export const REDIS_TIMEOUTS = { CONNECT_MS: 1_000, COMMAND_MS: 250, PROBE_MS: 1_000 }
 
 /** Owns the Redis connection behind the rate limits (none without REDIS_URL: counters stay in memory). */
 export default fp(
@@ -17,14 +30,34 @@ export default fp(
     const redis = app.config.redisUrl
       ? new Redis(app.config.redisUrl, {
         maxRetriesPerRequest: 1,
-        connectTimeout: 2_000,
+        connectTimeout: REDIS_TIMEOUTS.CONNECT_MS,
+        commandTimeout: REDIS_TIMEOUTS.COMMAND_MS,
         lazyConnect: false,
-        enableOfflineQueue: false
+        // Without a connection a command fails at once instead of queueing.
+        enableOfflineQueue: false,
+        retryStrategy: times => Math.min(times * 200, 2_000)
       })
       : null
-    redis?.on('error', err => app.log.warn({ err }, 'redis error: rate limits fail open until it is back'))
+    const report = throttledLog(app.log, 'redis unavailable: rate limits fail open until it is back')
+    const failed = (kind: string, err: unknown): void => {
+      report(kind, err)
+      app.metrics?.dependencyError('redis', kind)
+    }
+    let answering = true
+    redis?.on('error', err => failed((err as { code?: string }).code ?? 'error', err))
+    const probe = redis
+      ? setInterval(() => {
+        if (redis.status !== 'ready') return
+        redis.ping().then(() => { answering = true }, err => {
+          answering = false
+          failed('timeout', err)
+        })
+      }, REDIS_TIMEOUTS.PROBE_MS).unref()
+      : undefined
     app.decorate('redis', redis)
+    app.decorate('redisBypassed', () => redis !== null && (redis.status !== 'ready' || !answering))
     app.addHook('onClose', async () => {
+      clearInterval(probe)
       await redis?.quit().catch(() => redis.disconnect())
     })
   },
@@ -46,8 +79,9 @@ export async function perInstallRateLimit (
     keyGenerator: request => request.principal!.installId,
     redis: app.redis ?? undefined,
     nameSpace: 'mg-public-rl-',
-    // Availability over strictness: a Redis outage must not take the API down.
+    // Availability over strictness: a Redis outage must not take the API down, nor slow it.
     skipOnError: true,
+    allowList: () => app.redisBypassed(),
     errorResponseBuilder: (_request, context) => errors.rateLimited(Math.ceil(context.ttl / 1000))
   })
   const check = app.rateLimit()

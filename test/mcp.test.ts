@@ -3,7 +3,7 @@ import t, { type Test } from 'tap'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { AppInstance } from '../app.js'
-import { bearer, build, eventually, install, type Installed } from './helper.js'
+import { bearer, build, eventually, install, ISSUER, type Installed } from './helper.js'
 
 async function serve (t: Test, env: Record<string, string> = {}): Promise<{ app: AppInstance, base: string }> {
   const app = await build(t, env)
@@ -304,7 +304,8 @@ t.test('transport errors, tokens, Host and Origin', async t => {
     body: JSON.stringify(initialize)
   })
   t.equal(forged.status, 401)
-  const metadata = 'http://127\\.0\\.0\\.1:3000/\\.well-known/oauth-protected-resource'
+  // MCP_BASE_URL defaults to PUBLIC_BASE_URL (the tests' issuer).
+  const metadata = 'http://gateway\\.test/\\.well-known/oauth-protected-resource'
   const challenge = new RegExp(`^Bearer resource_metadata="${metadata}", error="invalid_token"`)
   t.match(forged.headers.get('www-authenticate'), challenge)
   t.same(await forged.json(), { error: 'invalid_token', message: 'Invalid access token.' })
@@ -335,14 +336,14 @@ t.test('transport errors, tokens, Host and Origin', async t => {
   t.equal(evilOrigin.status, 403)
   const goodOrigin = await fetch(`${base}/mcp`, {
     method: 'POST',
-    headers: { ...ACCEPT, origin: 'http://127.0.0.1:3000' },
+    headers: { ...ACCEPT, origin: ISSUER },
     body: JSON.stringify(initialize)
   })
   t.equal(goodOrigin.status, 200, 'MCP_ALLOWED_ORIGINS defaults to the origin of MCP_BASE_URL')
-  t.equal(goodOrigin.headers.get('access-control-allow-origin'), 'http://127.0.0.1:3000')
+  t.equal(goodOrigin.headers.get('access-control-allow-origin'), ISSUER)
   const preflight = await fetch(`${base}/mcp`, {
     method: 'OPTIONS',
-    headers: { origin: 'http://127.0.0.1:3000', 'access-control-request-method': 'POST' }
+    headers: { origin: ISSUER, 'access-control-request-method': 'POST' }
   })
   t.equal(preflight.status, 204, 'CORS preflight for an allowed origin')
   t.match(preflight.headers.get('access-control-allow-headers'), 'mcp-session-id')

@@ -135,6 +135,11 @@ export default fp(
       return { id: body.id, name: body.params.name, args }
     }
 
+    const hasNul = (v: unknown): boolean =>
+      typeof v === 'string'
+        ? v.includes('\0')
+        : typeof v === 'object' && v !== null && Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x))
+
     /** JSON-RPC -32602 for the requests whose params the SDK would otherwise reject as an internal error. */
     function invalidParams (body: unknown): { id: string | number, message: string } | undefined {
       const b = body as { id?: unknown, method?: unknown, params?: Record<string, unknown> }
@@ -147,6 +152,10 @@ export default fp(
         }
         if (params!.arguments !== undefined && !isObject(params!.arguments)) {
           return { id: b.id, message: 'params.arguments must be an object.' }
+        }
+        // Text with NUL cannot be stored or compared by the database; refused here, with the request's id.
+        if (hasNul(params!.arguments)) {
+          return { id: b.id, message: 'params.arguments must not contain NUL characters.' }
         }
       }
       if (b.method === 'resources/read' && (!isObject(params) || typeof params!.uri !== 'string')) {
@@ -194,6 +203,17 @@ export default fp(
       }
       session.lastSeen = Date.now()
 
+      const invalid = request.method === 'POST' ? invalidParams(request.body) : undefined
+      if (invalid) {
+        reply
+          .type('application/json')
+          .send({
+            jsonrpc: '2.0',
+            id: invalid.id,
+            error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${invalid.message}` }
+          })
+        return undefined
+      }
       const call = fastToolCall(request)
       if (call) {
         const result = await dispatch(call.name, call.args, principal)
@@ -208,17 +228,6 @@ export default fp(
                   error: { code: ErrorCode.InvalidParams, message: `Unknown tool: ${call.name}` }
                 }
           )
-        return undefined
-      }
-      const invalid = request.method === 'POST' ? invalidParams(request.body) : undefined
-      if (invalid) {
-        reply
-          .type('application/json')
-          .send({
-            jsonrpc: '2.0',
-            id: invalid.id,
-            error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${invalid.message}` }
-          })
         return undefined
       }
 

@@ -18,7 +18,9 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 const mcp: FastifyPluginAsyncTypebox = async app => {
   const { mcpBaseUrl, mcpAllowedOrigins, mcpRateLimitIp, mcpRateLimitSession, host } = app.config
   const ownHost = new URL(mcpBaseUrl).host.toLowerCase()
-  const loopbackListen = LOOPBACK_LISTEN.has(host)
+  // Any loopback name is as good as another when the service listens on loopback, or is advertised on it (the
+  // development default when listening on every interface, as in a container).
+  const loopbackListen = LOOPBACK_LISTEN.has(host) || LOOPBACK_HOSTS.has(new URL(mcpBaseUrl).hostname)
   const resourceMetadata = `${mcpBaseUrl}/.well-known/oauth-protected-resource`
 
   // DNS rebinding: a page on another site must not reach a local server through a name it controls. An allowed
@@ -43,7 +45,9 @@ const mcp: FastifyPluginAsyncTypebox = async app => {
     global: false,
     redis: app.redis ?? undefined,
     nameSpace: 'mg-mcp-rl-',
-    skipOnError: true
+    // As on /public/v1: a Redis outage lets requests through, at once (plugins/rate-limit.ts).
+    skipOnError: true,
+    allowList: () => app.redisBypassed()
   })
   const perIp = app.createRateLimit({ max: mcpRateLimitIp, timeWindow: 60_000, keyGenerator: r => `ip:${r.ip}` })
   const perSession = app.createRateLimit({
