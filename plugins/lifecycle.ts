@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import { Server } from 'node:net'
 import fp from 'fastify-plugin'
 
 declare module 'fastify' {
@@ -19,8 +20,8 @@ const IN_FLIGHT_BOUND_MS = 10_000
 const isStream = (method: string, url: string): boolean => method === 'GET' && url.startsWith('/mcp')
 
 /**
- * The shutdown order (docs/operations.md#shutdown). On drain: readiness says 503, the listener stops accepting and
- * idle keep-alive connections close, and every answer from then on carries `Connection: close`. Then the requests
+ * The shutdown order (docs/operations.md#shutdown). On drain: readiness says 503, the listener stops accepting,
+ * and every answer from then on carries `Connection: close`. Then the requests
  * in flight finish (bounded); only after that do the later preClose and onClose hooks close MCP sessions, drain
  * the delivery worker and close the database.
  */
@@ -34,8 +35,10 @@ export default fp(async app => {
     draining = true
     // Answers not yet started close their connection; the client opens a new one, to another instance.
     for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false
-    // Stops accepting; Node closes the idle keep-alive connections. Fastify's own close() later tolerates this.
-    if (app.server.listening) app.server.close()
+    // Stops accepting new connections. Not http.Server#close, which would also cut the idle keep-alive connections
+    // at once and race a client writing its next request on one (ECONNRESET): their next answer closes them, and
+    // Fastify's own close() cuts those still idle once the requests in flight are done.
+    if (app.server.listening) Server.prototype.close.call(app.server)
   }
   app.decorate('lifecycle', {
     get draining () { return draining },
