@@ -62,6 +62,8 @@ function createInstance (config: Config, opts: BuildOptions) {
     requestIdHeader: false,
     genReqId,
     requestTimeout: 30_000,
+    // The database plugin may wait for Postgres to come up (DATABASE_STARTUP_WAIT_SECONDS) before it resolves.
+    pluginTimeout: (config.databaseStartupWaitSeconds + 20) * 1000,
     // While closing, requests still in the pipe are answered normally; /health/ready says 503 (routes/health).
     return503OnClosing: false,
     routerOptions: { maxParamLength: 256 },

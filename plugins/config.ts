@@ -30,6 +30,7 @@ export const EnvSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'a redis:// URL' })),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Optional(Bool),
   WEBHOOK_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  ACCESS_TOKEN_MAX_LIFETIME: Type.Optional(Int(60, 86_400)),
   PUBLIC_RATE_LIMIT: Type.Optional(Int(1, 1_000_000)),
   MCP_RATE_LIMIT_IP: Type.Optional(Int(1, 1_000_000)),
   MCP_RATE_LIMIT_SESSION: Type.Optional(Int(1, 1_000_000)),
@@ -78,6 +79,8 @@ export interface Config {
   redisUrl: string | undefined
   webhookAllowPrivateTargets: boolean
   webhookCaFile: string | undefined
+  /** Seconds: an access token whose exp - iat is longer is refused, whoever signed it. */
+  accessTokenMaxLifetime: number
   publicRateLimit: number
   mcpRateLimitIp: number
   mcpRateLimitSession: number
@@ -283,6 +286,7 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     redisUrl: env.REDIS_URL,
     webhookAllowPrivateTargets: flag(env.WEBHOOK_ALLOW_PRIVATE_TARGETS, false),
     webhookCaFile: env.WEBHOOK_CA_FILE,
+    accessTokenMaxLifetime: Number(env.ACCESS_TOKEN_MAX_LIFETIME ?? 3_600),
     publicRateLimit: Number(env.PUBLIC_RATE_LIMIT ?? 600),
     mcpRateLimitIp: Number(env.MCP_RATE_LIMIT_IP ?? 120),
     mcpRateLimitSession: Number(env.MCP_RATE_LIMIT_SESSION ?? 60),

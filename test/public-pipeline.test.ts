@@ -56,6 +56,8 @@ t.test('contract 3.4, row by row', async t => {
       'a malformed bearer value': 'abc def',
       'non-ASCII bearer value': 'ä.b.c',
       'issued in the future': resign({ iat: now + 3600, exp: now + 7200 }),
+      'living longer than ACCESS_TOKEN_MAX_LIFETIME (1 h)': resign({ exp: (payload.iat as number) + 3601 }),
+      'living a year': resign({ exp: (payload.iat as number) + 365 * 86_400 }),
       'user session token': app.userSessions.sign({ sub: 'u', orgRefId: i.orgRefId, entityRefIds: [i.entityRefId] })
     }
     for (const [name, token] of Object.entries(cases)) {

@@ -51,6 +51,22 @@ t.test('a bad variable stops the start and names it', async t => {
   t.match(s.errors(), 'Invalid configuration: PUBLIC_RATE_LIMIT must be an integer')
 })
 
+t.test('a database that cannot be reached: one line naming DATABASE_URL, password masked, after bounded retries',
+  async t => {
+    const s = start({
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-server-')),
+      DATABASE_URL: 'postgres://app:hunter2@127.0.0.1:1/gateway',
+      DATABASE_STARTUP_WAIT_SECONDS: '1'
+    })
+    t.equal(await s.exited, 1)
+    const lines = s.errors().trim().split('\n')
+    const masked = 'postgres:\\/\\/app:\\*\\*\\*@127\\.0\\.0\\.1:1\\/gateway'
+    t.match(lines.at(-1),
+      new RegExp(`^Cannot use the database at DATABASE_URL=${masked}: connect ECONNREFUSED 127\\.0\\.0\\.1:1, after \\d+ attempts\\.$`))
+    t.notMatch(s.errors() + s.output(), 'hunter2', 'the password is never printed')
+    t.notMatch(s.errors(), /\n\s+at /, 'no stack trace')
+  })
+
 t.test('the command line: user-token and migrate', async t => {
   const { execFileSync } = await import('node:child_process')
   const { loadConfig } = await import('../plugins/config.js')

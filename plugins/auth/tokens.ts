@@ -63,7 +63,7 @@ const isString = (v: unknown): v is string => typeof v === 'string' && v.length 
 /** Signs and verifies marketplace access tokens: RS256 only, `typ` at+jwt, pinned `aud` and `iss`. */
 export default fp(
   async app => {
-    const { tokenSigningKey, publicBaseUrl } = app.config
+    const { tokenSigningKey, publicBaseUrl, accessTokenMaxLifetime } = app.config
     const publicJwk = createPublicKey(tokenSigningKey).export({ format: 'jwk' })
     const kid = thumbprint(publicJwk)
     const publicPem = createPublicKey(tokenSigningKey).export({ format: 'pem', type: 'spki' }).toString()
@@ -124,7 +124,9 @@ export default fp(
           !isString(c.org_ref_id) ||
           !isString(c.entity_ref_id) ||
           typeof c.iat !== 'number' ||
-          typeof c.exp !== 'number'
+          typeof c.exp !== 'number' ||
+          // A ceiling on the lifetime, so that no token, however it came to be signed, lives for long.
+          c.exp - c.iat > accessTokenMaxLifetime
         ) {
           throw errors.invalidAccessToken()
         }
