@@ -22,6 +22,8 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
+# Files the service reads at run time: the guide behind the MCP resource marketplace://docs/webhooks.md.
+COPY docs/webhooks.md ./docs/webhooks.md
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 3000

@@ -108,12 +108,15 @@ export function addWebhookTools (mcp: FastifyInstance['mcp'], webhooks: WebhookS
     })
   })
 
+  // Read once at start: a build that left the guide out fails to start, rather than answering with a server path.
+  // The Dockerfile copies it into the image (test/image.test.ts).
+  const guide = readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8')
   mcp.addResource({
     uri: 'marketplace://docs/webhooks.md',
     name: 'Verifying webhooks',
     description: 'How to receive deliveries: raw body, HMAC-SHA256 in constant time, 401 on failure, idempotency, ' +
       'retries.',
     mimeType: 'text/markdown',
-    read: () => readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8')
+    read: () => guide
   })
 }
