@@ -30,7 +30,10 @@ t.test('the final stage of the Dockerfile copies every file the service reads', 
   let out = ''
   child.stdout.on('data', d => { out += d })
   child.stderr.on('data', d => { out += d })
-  const base = await eventually(() => /listening on (http:\/\/\S+)/.exec(out)?.[1], { timeout: 30_000, what: 'the banner' })
+  const base = await eventually(() => /listening on (http:\/\/\S+)/.exec(out)?.[1], {
+    timeout: 30_000,
+    what: 'the banner'
+  })
 
   const rpc = async (body: unknown, session?: string) => fetch(`${base}/mcp`, {
     method: 'POST',
