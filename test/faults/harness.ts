@@ -103,11 +103,14 @@ export async function startCluster (t: Test): Promise<Cluster> {
     thaw: () => signal('SIGCONT')
   }
   cluster.start()
-  t.teardown(() => {
+  const remove = (): void => {
     cluster.thaw()
     try { pgCommand('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']) } catch {}
-    if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true })
-  })
+    rmSync(dir, { recursive: true, force: true })
+  }
+  t.teardown(remove)
+  // Also when the test process is ended early (a time-out): never leave a cluster running.
+  process.once('exit', () => { if (existsSync(dir)) remove() })
   return cluster
 }
 
