@@ -29,11 +29,12 @@ export interface InstallRow {
   uninstalled_at: Date | null
   api_key_enabled: boolean
   key_disabled_at: Date | null
+  tokens_revoked_at: Date | null
 }
 
 export const SELECT_INSTALL = `
   select i.install_id, i.client_id, a.slug, i.org_ref_id, i.entity_ref_id, i.scopes, i.status, i.installed_by,
-         i.created_at, i.uninstalled_at, a.api_key_enabled, a.key_disabled_at
+         i.created_at, i.uninstalled_at, a.api_key_enabled, a.key_disabled_at, i.tokens_revoked_at
     from installs i join apps a on a.client_id = i.client_id`
 
 export const toInstall = (r: InstallRow): Install => ({
@@ -82,25 +83,24 @@ export default fp(
 
     app.decorate('installs', {
       async grant (g: Grant, q: Queryable) {
-        const [existing] = await q.query<{ install_id: string }>(
-          `select install_id from installs
-          where client_id = $1 and org_ref_id = $2 and entity_ref_id = $3 and status = 'active' for update`,
-          [g.clientId, g.orgRefId, g.entityRefId]
+        // Two consents at once for a first install must give one install: the insert yields to the other's row
+        // (the unique index on active installs), and this consent then updates that install instead.
+        const [inserted] = await q.query<{ install_id: string }>(
+          `insert into installs (install_id, client_id, org_ref_id, entity_ref_id, scopes, installed_by)
+           values ($1, $2, $3, $4, $5, $6)
+           on conflict (client_id, org_ref_id, entity_ref_id) where status = 'active' do nothing
+           returning install_id`,
+          [randomToken('ins_', 12), g.clientId, g.orgRefId, g.entityRefId, g.scopes, g.userSub]
         )
-        let installId: string
-        if (existing) {
-          installId = existing.install_id
-          await q.query('update installs set scopes = $2, updated_at = now() where install_id = $1', [
-            installId,
-            g.scopes
-          ])
-        } else {
-          installId = randomToken('ins_', 12)
-          await q.query(
-            `insert into installs (install_id, client_id, org_ref_id, entity_ref_id, scopes, installed_by)
-           values ($1, $2, $3, $4, $5, $6)`,
-            [installId, g.clientId, g.orgRefId, g.entityRefId, g.scopes, g.userSub]
+        let installId = inserted?.install_id
+        if (!installId) {
+          const [existing] = await q.query<{ install_id: string }>(
+            `update installs set scopes = $4, updated_at = now()
+              where client_id = $1 and org_ref_id = $2 and entity_ref_id = $3 and status = 'active'
+              returning install_id`,
+            [g.clientId, g.orgRefId, g.entityRefId, g.scopes]
           )
+          installId = existing!.install_id
         }
         return (await find(installId, q))!
       },

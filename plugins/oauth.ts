@@ -54,7 +54,7 @@ interface RefreshRow {
   replaced_at: Date | null
   replaced_by: string | null
   revoked_at: Date | null
-  in_grace: boolean
+  revoked_reason: string | null
 }
 
 declare module 'fastify' {
@@ -68,7 +68,8 @@ declare module 'fastify' {
         client: App,
         p: { code?: string, redirect_uri?: string, code_verifier?: string }
       ): Promise<TokenResponse>
-      refresh(client: App, refreshToken: string | undefined): Promise<TokenResponse>
+      /** `elapsedMs`: how long ago the request arrived, which tells a racing duplicate from a retry. */
+      refresh(client: App, refreshToken: string | undefined, elapsedMs: number): Promise<TokenResponse>
       revoke(client: App, token: string): Promise<void>
     }
   }
@@ -152,6 +153,24 @@ export default fp(
         scope: install.scopes.join(' '),
         install_id: install.installId
       }
+    }
+
+    /**
+     * Reuse detected: every refresh token of the install is revoked, and its access tokens issued until now are
+     * refused, so that whoever holds a copy of the chain is cut off with the rightful client (who re-authorizes).
+     */
+    async function revokeFamily (hash: string): Promise<void> {
+      const [t] = await db.query<{ install_id: string }>(
+        'select install_id from refresh_tokens where token_hash = $1', [hash])
+      await app.accessState.change({ installId: t!.install_id }, async q => {
+        await q.query(
+          `update refresh_tokens set revoked_at = now(), revoked_reason = 'family'
+            where install_id = $1 and revoked_at is null`,
+          [t!.install_id]
+        )
+        await q.query('update installs set tokens_revoked_at = clock_timestamp() where install_id = $1',
+          [t!.install_id])
+      })
     }
 
     const tokenResponse = ({ hash: _hash, ...response }: TokenResponse & { hash: string }): TokenResponse => response
@@ -239,33 +258,52 @@ export default fp(
         return result
       },
 
-      async refresh (client: App, refreshToken: string | undefined) {
+      async refresh (client: App, refreshToken: string | undefined, elapsedMs: number) {
         if (!refreshToken) throw errors.oauthInvalidRequest('refresh_token is required.')
         const hash = sha256(refreshToken)
-        const result = await db.tx(async (q): Promise<TokenResponse | ApiError> => {
+        const invalid = errors.oauthInvalidGrant('The refresh token is invalid, expired or revoked.')
+        // The rules, in order, are in docs/decisions.md ("Refresh tokens under concurrency"). The row lock makes
+        // presentations of one token take turns, on Postgres as on the embedded database.
+        const result = await db.tx(async (q): Promise<TokenResponse | ApiError | 'reused'> => {
+          // When the request arrived, on the database's clock, read before waiting for the row lock.
+          const [{ arrived }] = (await q.query<{ arrived: Date }>(
+            'select clock_timestamp() - make_interval(secs => $1) as arrived', [elapsedMs / 1000])) as [{ arrived: Date }]
           const [t] = await q.query<RefreshRow>(
-            `select t.token_hash, t.install_id, t.client_id, t.code_hash, t.created_at,
-                  t.expires_at <= now() as expired, t.replaced_at, t.replaced_by, t.revoked_at,
-                  (t.replaced_at > now() - make_interval(secs => $2) and s.replaced_at is null) as in_grace
-             from refresh_tokens t left join refresh_tokens s on s.token_hash = t.replaced_by
-            where t.token_hash = $1 for update of t`,
-            [hash, REFRESH_GRACE_S]
+            `select token_hash, install_id, client_id, code_hash, created_at, expires_at <= now() as expired,
+                    replaced_at, replaced_by, revoked_at, revoked_reason
+               from refresh_tokens where token_hash = $1 for update`,
+            [hash]
           )
-          const invalid = errors.oauthInvalidGrant('The refresh token is invalid, expired or revoked.')
-          if (!t || t.client_id !== client.clientId || t.revoked_at || t.expired) return invalid
+          // The successor in a statement of its own: one that waited for the lock above must see the successor
+          // the lock holder has just committed (a join would still read the snapshot from before the wait).
+          const [s] = t?.replaced_by
+            ? await q.query<{ in_grace: boolean, raced: boolean }>(
+              `select $2::timestamptz > now() - make_interval(secs => $3)
+                        and replaced_at is null and revoked_at is null as in_grace,
+                      created_at >= $4 as raced
+                 from refresh_tokens where token_hash = $1`,
+              [t.replaced_by, t.replaced_at, REFRESH_GRACE_S, arrived]
+            )
+            : []
+          if (!t || t.client_id !== client.clientId || t.expired) return invalid
           if (client.keyDisabledAt && t.created_at <= client.keyDisabledAt) return invalid
-          if (t.replaced_at && !t.in_grace) {
-            // Reuse of a rotated-out token: somebody holds a copy. Revoke every refresh token of the install.
-            await q.query('update refresh_tokens set revoked_at = now() where install_id = $1 and revoked_at is null', [
-              t.install_id
-            ])
-            return invalid
+          // Revoked by a grace re-issue, and presented again: its holder and the re-issue's are two parties.
+          if (t.revoked_at) return t.revoked_reason === 'reissued' ? 'reused' : invalid
+          if (t.replaced_by) {
+            // Rotated while this request was on its way: a duplicate of the winning presentation, not a theft.
+            if (s?.raced) return invalid
+            // Rotated earlier, and its successor used or the grace over: somebody else holds a copy.
+            if (!s?.in_grace) return 'reused'
           }
           const install = await app.installs.find(t.install_id, q)
           if (install?.status !== 'active') return invalid
           if (t.replaced_by) {
-            // A retry within the grace window: the successor was never received, so it is replaced in turn.
-            await q.query('update refresh_tokens set revoked_at = now() where token_hash = $1', [t.replaced_by])
+            // A retry within the grace window: the successor was never used, so it is replaced in turn.
+            await q.query(
+              `update refresh_tokens set revoked_at = now(), revoked_reason = 'reissued'
+                where token_hash = $1 and revoked_at is null`,
+              [t.replaced_by]
+            )
           }
           const issued = await issueTokens(q, install, t.code_hash)
           await q.query(
@@ -275,6 +313,10 @@ export default fp(
           )
           return tokenResponse(issued)
         })
+        if (result === 'reused') {
+          await revokeFamily(hash)
+          throw invalid
+        }
         if (result instanceof ApiError) throw result
         return result
       },

@@ -83,7 +83,7 @@ async function main (t: Test): Promise<void> {
       const outcome: Outcome = { kind: 'token', status: res.status, ms: performance.now() - started }
       if ('headers' in res) {
         outcome.retryAfter = res.headers.get('retry-after') ?? undefined
-        outcome.body = await res.json()
+        outcome.body = (await res.json()) as Outcome['body']
         if (res.status === 200) refreshToken = (outcome.body as { refresh_token: string }).refresh_token
       }
       outcomes.push(outcome)

@@ -8,10 +8,12 @@ export type AccessState = Pick<Install, InstallFields> & {
   apiKeyEnabled: boolean
   /** Epoch milliseconds of the last key disable; tokens issued at or before it are dead for good. */
   keyDisabledAt: number | null
+  /** Epoch milliseconds of the last refresh-token family revocation; access tokens issued until then are dead. */
+  tokensRevokedAt: number | null
 }
 
 /** The install a request acts for, as the database says it is right now (scopes included, not the token's). */
-export type Principal = Omit<AccessState, 'status' | 'apiKeyEnabled' | 'keyDisabledAt'>
+export type Principal = Omit<AccessState, 'status' | 'apiKeyEnabled' | 'keyDisabledAt' | 'tokensRevokedAt'>
 
 export type AccessKey = { installId: string } | { clientId: string }
 
@@ -70,7 +72,12 @@ export default fp(async (app) => {
     const [row] = await db.query<InstallRow>(`${SELECT_INSTALL} where i.install_id = $1`, [installId])
     if (!row) return undefined
     const { installedBy: _by, createdAt: _created, uninstalledAt: _uninstalled, ...install } = toInstall(row)
-    return { ...install, apiKeyEnabled: row.api_key_enabled, keyDisabledAt: row.key_disabled_at?.getTime() ?? null }
+    return {
+      ...install,
+      apiKeyEnabled: row.api_key_enabled,
+      keyDisabledAt: row.key_disabled_at?.getTime() ?? null,
+      tokensRevokedAt: row.tokens_revoked_at?.getTime() ?? null
+    }
   }
 
   app.decorate('accessState', {

@@ -58,7 +58,12 @@ export default fp(async (app) => {
         throw errors.apiKeyDisabled()
       }
       if (state.status !== 'active') throw errors.installNotActive()
-      const { status: _status, apiKeyEnabled: _enabled, keyDisabledAt: _disabledAt, ...principal } = state
+      // Its refresh-token family was revoked on reuse: a copy of the chain was in other hands (plugins/oauth.ts).
+      if (state.tokensRevokedAt !== null && claims.issuedAtMs <= state.tokensRevokedAt) {
+        throw errors.invalidAccessToken()
+      }
+      const { status: _status, apiKeyEnabled: _enabled, keyDisabledAt: _disabledAt, tokensRevokedAt: _revokedAt,
+        ...principal } = state
       return principal
     },
     identity

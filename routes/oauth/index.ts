@@ -90,7 +90,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
         case 'authorization_code':
           return app.oauth.exchangeCode(client, body)
         case 'refresh_token':
-          return app.oauth.refresh(client, body.refresh_token)
+          return app.oauth.refresh(client, body.refresh_token, reply.elapsedTime)
         default:
           throw errors.oauthUnsupportedGrantType()
       }
