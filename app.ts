@@ -5,7 +5,8 @@ import { Ajv, type AnySchema } from 'ajv'
 import addFormats from 'ajv-formats'
 import configPlugin, { ConfigError, type Config } from './plugins/config.js'
 import db from './plugins/db/index.js'
-import errorsPlugin, { clientErrorHandler, frameworkErrors } from './plugins/errors.js'
+import errorsPlugin, { clientErrorHandler, errors, frameworkErrors } from './plugins/errors.js'
+import { nestsDeeperThan } from './lib/json-depth.js'
 import lifecycle from './plugins/lifecycle.js'
 import requestLog, { genReqId, loggerOptions } from './plugins/request-log.js'
 import accessState from './plugins/auth/access-state.js'
@@ -32,6 +33,8 @@ import mcpRoutes from './routes/mcp/index.js'
 import catalogRoutes from './routes/catalog/index.js'
 
 export const BODY_LIMIT = 64 * 1024
+/** Far deeper than any request needs; far shallower than what overflows the stack (thousands). */
+const MAX_JSON_DEPTH = 64
 
 export interface BuildOptions {
   /** Where log lines go (tests capture them); standard output by default. */
@@ -83,6 +86,7 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '' && request.method === 'DELETE') return done(null, undefined)
+    if (nestsDeeperThan(body as string, MAX_JSON_DEPTH)) return done(errors.nestingTooDeep(MAX_JSON_DEPTH), undefined)
     json(request, body as string, done)
   })
 

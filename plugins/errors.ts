@@ -184,6 +184,14 @@ export const errors = {
     new ApiError(400, 'validation_error', 'The URL is not valid (bad percent-encoding).', {
       details: [{ location: 'url', path: '/', message: 'is not a valid URL' }]
     }),
+  rangeNotSatisfiable: () => new ApiError(416, 'range_not_satisfiable', 'The requested range is not satisfiable.'),
+  expectationFailed: () =>
+    new ApiError(417, 'expectation_failed', 'Only "Expect: 100-continue" is supported.'),
+  nestingTooDeep: (limit: number) =>
+    errors.validation(
+      [{ location: 'body', path: '/', message: `nests deeper than ${limit} levels` }],
+      `JSON must not nest deeper than ${limit} levels.`
+    ),
   uriTooLong: () => new ApiError(414, 'uri_too_long', 'A path segment is too long.'),
   headersTooLarge: () => new ApiError(431, 'request_header_fields_too_large', 'Request headers are too large.'),
   requestTimeout: () => new ApiError(408, 'request_timeout', 'The request took too long to arrive.'),
@@ -279,9 +287,16 @@ function mapError (
   }
   // Postgres refuses NUL in text (22021) and characters its encoding cannot hold (22P05): the input's fault.
   if (err.code === '22021' || err.code === '22P05') return errors.nulCharacter()
+  // Fastify's router, on a method it has no route table for at all.
+  if (err.code === 'FST_ERR_NOT_FOUND') {
+    return errors.notFound(`No route ${request.method} ${request.url.split('?')[0]}.`)
+  }
   if (err.statusCode === 400) {
     return errors.validation([{ location: 'request', path: '/', message: err.message }], 'The request is malformed.')
   }
+  // The static files of /docs: a path it refuses to serve is one that does not exist; a Range past the file is 416.
+  if (err.statusCode === 403 || err.statusCode === 404) return errors.notFound()
+  if (err.statusCode === 416) return errors.rangeNotSatisfiable()
   return errors.internal()
 }
 
@@ -293,7 +308,19 @@ export default fp(
       const apiError = toApiError(err, request, bodyLimit)
       // Only the unforeseen is worth a log line of its own; a deliberate 501 is not.
       if (apiError.code === 'internal_error') request.log.error({ err }, 'request failed')
+      // Also on the paths that skip the request hooks (a method the router has no table for).
+      reply.header('x-request-id', request.id)
       return sendError(reply, apiError)
+    })
+    // Node answers an Expect other than 100-continue by itself, with an empty 417; this one is from the catalog.
+    app.server.on('checkExpectation', (_request, response: import('node:http').ServerResponse) => {
+      const body = JSON.stringify(errors.expectationFailed().body())
+      response.writeHead(417, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+        'x-request-id': randomUUID(),
+        connection: 'close'
+      }).end(body)
     })
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0]

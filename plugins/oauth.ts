@@ -267,7 +267,9 @@ export default fp(
         const result = await db.tx(async (q): Promise<TokenResponse | ApiError | 'reused'> => {
           // When the request arrived, on the database's clock, read before waiting for the row lock.
           const [{ arrived }] = (await q.query<{ arrived: Date }>(
-            'select clock_timestamp() - make_interval(secs => $1) as arrived', [elapsedMs / 1000])) as [{ arrived: Date }]
+            'select clock_timestamp() - make_interval(secs => $1) as arrived',
+            [elapsedMs / 1000]
+          )) as [{ arrived: Date }]
           const [t] = await q.query<RefreshRow>(
             `select token_hash, install_id, client_id, code_hash, created_at, expires_at <= now() as expired,
                     replaced_at, replaced_by, revoked_at, revoked_reason

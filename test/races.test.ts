@@ -109,7 +109,7 @@ t.test('10 concurrent first consents: one install, no 5xx, a code for each', asy
     headers: bearer(user)
   })
   t.equal(listing.statusCode, 200)
-  const installs = (listing.json().installs as Array<{ Status: string }>)
+  const installs = listing.json().installs as Array<{ Status: string }>
   t.equal(installs.filter(x => x.Status === 'active').length, 1, 'one active install')
   t.equal(installs.length, 1, 'and no other')
 })

@@ -62,8 +62,10 @@ export default fp(async (app) => {
       if (state.tokensRevokedAt !== null && claims.issuedAtMs <= state.tokensRevokedAt) {
         throw errors.invalidAccessToken()
       }
-      const { status: _status, apiKeyEnabled: _enabled, keyDisabledAt: _disabledAt, tokensRevokedAt: _revokedAt,
-        ...principal } = state
+      const {
+        status: _status, apiKeyEnabled: _enabled, keyDisabledAt: _disabledAt, tokensRevokedAt: _revokedAt,
+        ...principal
+      } = state
       return principal
     },
     identity

@@ -34,7 +34,11 @@ function readCookie (header: string | undefined, name: string): string | undefin
   if (!header) return undefined
   for (const part of header.split(';')) {
     const eq = part.indexOf('=')
-    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim())
+    if (eq > 0 && part.slice(0, eq).trim() === name) {
+      const value = part.slice(eq + 1).trim()
+      // A value that is not valid percent-encoding is still a value: an invalid session, not a failure.
+      try { return decodeURIComponent(value) } catch { return value }
+    }
   }
   return undefined
 }

@@ -6,6 +6,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv'
 import {
+  ClientRequestSchema,
   CallToolRequestSchema,
   ErrorCode,
   isInitializeRequest,
@@ -20,6 +21,11 @@ import { VERSION } from '../../lib/root.js'
 import type { Principal } from '../auth/access-state.js'
 import { errors, sendError } from '../errors.js'
 import { createRegistry, type Registry } from './registry.js'
+
+/** The SDK's schema of each client request, by method. */
+const REQUEST_SCHEMAS = new Map(
+  ClientRequestSchema.options.map(o => [(o.shape.method as unknown as { value: string }).value, o])
+)
 
 export const PROTOCOL_REVISION = '2025-11-25'
 export const SERVER_NAME = 'marketplace-gateway'
@@ -160,6 +166,13 @@ export default fp(
       }
       if (b.method === 'resources/read' && (!isObject(params) || typeof params!.uri !== 'string')) {
         return { id: b.id, message: 'params.uri must be a string.' }
+      }
+      // Every other request the SDK knows, against the SDK's own schema: otherwise the SDK answers -32603.
+      const schema = typeof b.method === 'string' ? REQUEST_SCHEMAS.get(b.method) : undefined
+      const checked = schema?.safeParse({ method: b.method, params: b.params })
+      if (checked && !checked.success) {
+        const issue = checked.error.issues[0]!
+        return { id: b.id, message: `${issue.path.join('.') || 'params'}: ${issue.message}` }
       }
       return undefined
     }
