@@ -8,6 +8,7 @@ import db from './plugins/db/index.js'
 import errorsPlugin, { clientErrorHandler, errors, frameworkErrors } from './plugins/errors.js'
 import { nestsDeeperThan } from './lib/json-depth.js'
 import lifecycle from './plugins/lifecycle.js'
+import metrics from './plugins/metrics.js'
 import requestLog, { genReqId, loggerOptions } from './plugins/request-log.js'
 import accessState from './plugins/auth/access-state.js'
 import accessTokens from './plugins/auth/tokens.js'
@@ -97,6 +98,8 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(requestLog)
   // Before the plugins that close things: its preClose hook (stop accepting, let requests finish) runs first.
   await app.register(lifecycle)
+  // Before the plugins that count into it.
+  await app.register(metrics)
   // The MCP registry before the plugins that add their tools and resources to it.
   await app.register(mcp)
   await app.register(openapi)

@@ -46,6 +46,7 @@ export const EnvSchema = Type.Object({
   WEBHOOK_CONCURRENCY: Type.Optional(Int(1, 1_000)),
   WEBHOOK_LEASE_SECONDS: Type.Optional(Int(1, 3_600)),
   MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 24, description: 'at least 24 characters' })),
   LOG_LEVEL: Type.Optional(
     Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)),
@@ -95,6 +96,8 @@ export interface Config {
   /** How long a claim lasts; a dead worker's deliveries are retried after it. Longer than an attempt's 15 s. */
   webhookLeaseSeconds: number
   mcpAllowedOrigins: string[]
+  /** Bearer token of GET /metrics; unset, /metrics is not served. */
+  metricsToken: string | undefined
   logLevel: string
   nodeEnv: 'development' | 'production' | 'test'
   /** Names of the secrets that were generated into DATA_DIR rather than configured. */
@@ -133,7 +136,7 @@ export function maskUrl (url: string): string {
 /** How a bad value is echoed: secrets by length only, URLs without their password. */
 function echo (variable: string, value: string | undefined): string {
   if (value === undefined) return '(not set)'
-  if ((SECRET_NAMES as readonly string[]).includes(variable)) return `a value of ${value.length} characters`
+  if ([...SECRET_NAMES, 'METRICS_TOKEN'].includes(variable)) return `a value of ${value.length} characters`
   return JSON.stringify(/_URL$/.test(variable) ? maskUrl(value) : value)
 }
 
@@ -298,6 +301,7 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookConcurrency: Number(env.WEBHOOK_CONCURRENCY ?? 64),
     webhookLeaseSeconds: Number(env.WEBHOOK_LEASE_SECONDS ?? 60),
     mcpAllowedOrigins: origins,
+    metricsToken: env.METRICS_TOKEN,
     logLevel: env.LOG_LEVEL ?? 'info',
     nodeEnv,
     generatedSecrets: missing

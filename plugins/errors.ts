@@ -163,6 +163,10 @@ export const errors = {
       { 'www-authenticate': 'Bearer realm="events"' }
     ),
 
+  invalidMetricsToken: () =>
+    new ApiError(401, 'invalid_token', 'A valid metrics token is required.', {},
+      { 'www-authenticate': 'Bearer realm="metrics"' }),
+
   // Generic (docs/rules.md#error-catalog).
   notFound: (message = 'Not found.') => new ApiError(404, 'not_found', message),
   validation: (details: NonNullable<ErrorBody['details']>, message = 'Request validation failed.') =>

@@ -83,7 +83,9 @@ export default fp(async (app) => {
   app.decorate('accessState', {
     async get (installId: string) {
       const cached = byInstall.get(installId)
-      if (cached && db.notificationsHealthy) return cached
+      const hit = cached !== undefined && db.notificationsHealthy
+      app.metrics?.accessCache(hit)
+      if (hit) return cached
       const before = generation
       const state = await load(installId)
       if (state && db.notificationsHealthy && generation === before) {

@@ -23,6 +23,12 @@ export default fp(
       onUnavailable: kind => { app.metrics?.dependencyError('postgres', kind) }
     })
     app.decorate('db', db)
+    const pool = db.poolStats
+    if (pool && app.hasDecorator('metrics')) {
+      for (const state of ['total', 'idle', 'waiting'] as const) {
+        app.metrics.gauge(`db_pool_${state}`, `Postgres pool connections: ${state}.`, () => pool()[state])
+      }
+    }
     app.addHook('onClose', async () => {
       await db.close()
     })

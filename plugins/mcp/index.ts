@@ -257,6 +257,9 @@ export default fp(
       return opened?.transport.sessionId
     }
 
+    if (app.hasDecorator('metrics')) {
+      app.metrics.gauge('mcp_active_sessions', 'Open MCP sessions on this instance.', () => sessions.size)
+    }
     app.decorate('mcp', {
       addTool: registry.addTool,
       addResource: registry.addResource,

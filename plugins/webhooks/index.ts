@@ -23,7 +23,21 @@ export default fp(async (app) => {
     secretKey: app.config.webhookSecretKey,
     allowPrivateTargets: app.config.webhookAllowPrivateTargets
   })
-  const worker = app.config.webhookWorker ? new DeliveryWorker(store, app.db, app.config, app.log) : null
+  const metrics = app.hasDecorator('metrics') ? app.metrics : undefined
+  const worker = app.config.webhookWorker
+    ? new DeliveryWorker(store, app.db, app.config, app.log, metrics?.deliveryAttempt)
+    : null
+  if (metrics) {
+    // One query per scrape for both gauges.
+    let backlog: { at: number, value: ReturnType<typeof store.backlog> } | undefined
+    const read = () => {
+      if (!backlog || Date.now() - backlog.at > 1_000) backlog = { at: Date.now(), value: store.backlog() }
+      return backlog.value
+    }
+    metrics.gauge('webhook_queue_depth', 'Pending webhook deliveries.', async () => (await read()).pending)
+    metrics.gauge('webhook_oldest_pending_age_seconds', 'Age of the oldest pending delivery.',
+      async () => (await read()).oldestAgeS)
+  }
   app.decorate('webhooks', { ...service, workerStatus: () => worker?.snapshot() ?? null })
   if (worker) {
     app.addHook('onReady', async () => { await worker.start() })

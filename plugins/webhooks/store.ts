@@ -410,6 +410,16 @@ export function createWebhookStore (db: Db) {
       )
     },
 
+    /** The backlog, for operators: pending deliveries and the age of the oldest (the partial index covers it). */
+    async backlog (): Promise<{ pending: number, oldestAgeS: number }> {
+      const [row] = await db.query<{ pending: number, oldest_age_s: number | null }>(
+        `select count(*)::int as pending,
+                extract(epoch from now() - min(created_at))::float8 as oldest_age_s
+           from webhook_deliveries where status = 'pending'`
+      )
+      return { pending: row!.pending, oldestAgeS: Math.max(0, row!.oldest_age_s ?? 0) }
+    },
+
     /** Clears leases that expired (their worker died); returns how many. */
     async reap (): Promise<number> {
       const rows = await db.query(

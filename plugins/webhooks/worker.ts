@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../config.js'
-import type { Db } from '../db/index.js'
+import { DatabaseUnavailableError, type Db } from '../db/index.js'
 import { Sender, TOTAL_TIMEOUT_MS, type Outcome } from './sender.js'
 import { decryptSecret } from './signing.js'
 import {
@@ -98,6 +98,9 @@ function crossedThresholds (
     })
 }
 
+/** What became of one attempt: `retrying` has a next attempt scheduled, `failed` was the last one. */
+export type AttemptOutcome = 'delivered' | 'retrying' | 'failed' | 'gone'
+
 /** Claims due deliveries, attempts them concurrently, and records the results in batches. */
 export class DeliveryWorker {
   private readonly status: WorkerStatus = {
@@ -126,7 +129,9 @@ export class DeliveryWorker {
     private readonly store: WebhookStore,
     private readonly db: Db,
     private readonly config: Config,
-    private readonly log: FastifyBaseLogger
+    private readonly log: FastifyBaseLogger,
+    /** Told of every attempt's outcome and duration (metrics). */
+    private readonly observe: (outcome: AttemptOutcome, seconds: number) => void = () => {}
   ) {
     this.sender = new Sender({
       allowPrivate: config.webhookAllowPrivateTargets,
@@ -152,7 +157,7 @@ export class DeliveryWorker {
             this.log.warn({ released: n }, 'released deliveries whose worker lease expired')
             this.signal()
           },
-          err => this.log.warn({ err }, 'lease reaper failed')
+          err => this.warn(err, 'lease reaper failed')
         )
       },
       Math.max(1_000, this.config.webhookLeaseSeconds * 500)
@@ -173,6 +178,12 @@ export class DeliveryWorker {
     await this.sender.close()
   }
 
+  /** A database outage is logged by the database, once per interval; anything else is logged here. */
+  private warn (err: unknown, message: string, fields: Record<string, unknown> = {}): void {
+    if (err instanceof DatabaseUnavailableError) return
+    this.log.error({ err, ...fields }, message)
+  }
+
   private signal (): void {
     this.woken = true
     const wake = this.wake
@@ -191,14 +202,14 @@ export class DeliveryWorker {
         try {
           claimed = await this.store.claim(this.status.id, free, lease)
         } catch (err) {
-          this.log.warn({ err }, 'claiming deliveries failed')
+          this.warn(err, 'claiming deliveries failed')
         }
         this.status.claims++
         this.status.claimed += claimed.length
         this.status.claimMs += performance.now() - started
         // Not awaited: attempts run side by side; each records its own outcome and never rejects.
         for (const delivery of claimed) {
-          this.attempt(delivery).catch(err => this.log.error({ err }, 'delivery attempt failed'))
+          this.attempt(delivery).catch(err => this.warn(err, 'delivery attempt failed'))
         }
       }
       if ((claimed.length > 0 && claimed.length === free) || this.woken) continue
@@ -242,7 +253,26 @@ export class DeliveryWorker {
         }
       }
       const succeeded = outcome.status >= 200 && outcome.status < 300
+      const next = succeeded || outcome.status === 410
+        ? null
+        : nextAttemptAt(this.config.webhookRetrySchedule, attempt, outcome.retryAfterS)
+      const result: AttemptOutcome = succeeded
+        ? 'delivered'
+        : outcome.status === 410 ? 'gone' : next ? 'retrying' : 'failed'
       this.status.attempted++
+      this.observe(result, outcome.durationMs / 1000)
+      // One line per attempt; never the secret, the payload or the answer's body.
+      this.log[succeeded ? 'info' : 'warn']({
+        delivery_id: d.id,
+        event_id: d.eventId,
+        subscription_id: d.subscriptionId,
+        attempt,
+        outcome: result,
+        status: outcome.status || null,
+        duration_ms: outcome.durationMs,
+        error: outcome.error ?? undefined,
+        next_attempt_at: next?.toISOString()
+      }, 'webhook delivery attempt')
       this.pending.push({
         deliveryId: d.id,
         subscriptionId: d.subscriptionId,
@@ -253,10 +283,7 @@ export class DeliveryWorker {
         responseBody: outcome.responseBody,
         error: outcome.error,
         succeeded,
-        nextAttemptAt:
-          succeeded || outcome.status === 410
-            ? null
-            : nextAttemptAt(this.config.webhookRetrySchedule, attempt, outcome.retryAfterS)
+        nextAttemptAt: next
       })
     } finally {
       this.status.inFlight--
@@ -290,7 +317,7 @@ export class DeliveryWorker {
       })
       .catch(err => {
         // Not recorded: the leases expire and the deliveries are attempted again (at least once).
-        this.log.error({ err, deliveries: batch.length }, 'recording delivery results failed')
+        this.warn(err, 'recording delivery results failed', { deliveries: batch.length })
       })
       .finally(() => {
         this.status.flushes++

@@ -1,0 +1,116 @@
+import { timingSafeEqual } from 'node:crypto'
+import fp from 'fastify-plugin'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { errors } from './errors.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: {
+      registry: Registry
+      /** A Postgres or Redis failure, by kind (plugins/db/postgres.ts, plugins/rate-limit.ts). */
+      dependencyError(dependency: 'postgres' | 'redis', kind: string): void
+      /** A webhook delivery attempt and how long it took (plugins/webhooks/worker.ts). */
+      deliveryAttempt(outcome: string, seconds: number): void
+      /** An access-state lookup, answered from the cache or from the database (plugins/auth/access-state.ts). */
+      accessCache(hit: boolean): void
+      /** A gauge read when Prometheus scrapes; `read` may query (bounded by the database's own time-outs). */
+      gauge(name: string, help: string, read: () => number | undefined | Promise<number | undefined>): void
+    }
+  }
+}
+
+const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+/**
+ * Prometheus metrics (docs/metrics.md). The registry is the app's own, not prom-client's global one, so that
+ * several apps in one process (tests) each count their own. `GET /metrics` is served only when METRICS_TOKEN is
+ * set, and only to `Authorization: Bearer <METRICS_TOKEN>`; it is not in the OpenAPI document.
+ */
+export default fp(async app => {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+
+  const requestDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer a request, by method, route template (never the raw URL) and status code.',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: SECONDS,
+    registers: [registry]
+  })
+  const dependencyErrors = new Counter({
+    name: 'dependency_errors_total',
+    help: 'Failures talking to Postgres or Redis, by kind (refused, timeout, connection_lost, ...).',
+    labelNames: ['dependency', 'kind'],
+    registers: [registry]
+  })
+  const attempts = new Counter({
+    name: 'webhook_delivery_attempts_total',
+    help: 'Webhook delivery attempts by outcome: delivered, retrying, failed (the last attempt), gone (410).',
+    labelNames: ['outcome'],
+    registers: [registry]
+  })
+  const attemptDuration = new Histogram({
+    name: 'webhook_delivery_duration_seconds',
+    help: 'Time of one delivery attempt, connection to answer.',
+    buckets: SECONDS,
+    registers: [registry]
+  })
+  const cache = new Counter({
+    name: 'access_cache_lookups_total',
+    help: 'Access-state lookups of the public pipeline: result hit (cache) or miss (database).',
+    labelNames: ['result'],
+    registers: [registry]
+  })
+  let hits = 0
+  let lookups = 0
+
+  const gauge: FastifyMetrics['gauge'] = (name, help, read) => {
+    // eslint-disable-next-line no-new -- registered in the registry, which owns it
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect () {
+        // A dependency that is down leaves the gauge out of this scrape, not the whole scrape failing.
+        const value = await Promise.resolve().then(read).catch(() => undefined)
+        if (value !== undefined) this.set(value)
+      }
+    })
+  }
+  gauge('access_cache_hit_ratio', 'Share of access-state lookups answered from the cache since start.',
+    () => lookups === 0 ? undefined : hits / lookups)
+
+  const metrics: FastifyMetrics = {
+    registry,
+    dependencyError: (dependency, kind) => dependencyErrors.inc({ dependency, kind }),
+    deliveryAttempt: (outcome, seconds) => {
+      attempts.inc({ outcome })
+      attemptDuration.observe(seconds)
+    },
+    accessCache: hit => {
+      lookups++
+      if (hit) hits++
+      cache.inc({ result: hit ? 'hit' : 'miss' })
+    },
+    gauge
+  }
+  app.decorate('metrics', metrics)
+
+  app.addHook('onResponse', async (request, reply) => {
+    requestDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status_code: reply.statusCode },
+      reply.elapsedTime / 1000
+    )
+  })
+
+  const token = app.config.metricsToken
+  if (!token) return
+  const expected = Buffer.from(`Bearer ${token}`)
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    const given = Buffer.from(request.headers.authorization ?? '')
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw errors.invalidMetricsToken()
+    return reply.type(registry.contentType).send(await registry.metrics())
+  })
+}, { name: 'metrics', dependencies: ['config'] })
+
+type FastifyMetrics = import('fastify').FastifyInstance['metrics']
