@@ -37,7 +37,8 @@ export async function serve (config: Config): Promise<void> {
     closing = true
     app.log.info({ signal }, 'shutting down')
     // Readiness 503 and no new connections now, not after the other plugins' preClose hooks (plugins/lifecycle.ts).
-    app.lifecycle.drain()
+    // SIGINT is a person at a terminal: no window for load balancers.
+    app.lifecycle.drain(signal === 'SIGTERM' ? config.shutdownDelaySeconds * 1000 : 0)
     const timer = setTimeout(() => {
       app.log.error('shutdown took too long; exiting')
       process.exit(1)

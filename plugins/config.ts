@@ -31,6 +31,7 @@ export const EnvSchema = Type.Object({
   WEBHOOK_ALLOW_PRIVATE_TARGETS: Type.Optional(Bool),
   WEBHOOK_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
   ACCESS_TOKEN_MAX_LIFETIME: Type.Optional(Int(60, 86_400)),
+  SHUTDOWN_DELAY_SECONDS: Type.Optional(Int(0, 60)),
   PUBLIC_RATE_LIMIT: Type.Optional(Int(1, 1_000_000)),
   MCP_RATE_LIMIT_IP: Type.Optional(Int(1, 1_000_000)),
   MCP_RATE_LIMIT_SESSION: Type.Optional(Int(1, 1_000_000)),
@@ -82,6 +83,8 @@ export interface Config {
   webhookCaFile: string | undefined
   /** Seconds: an access token whose exp - iat is longer is refused, whoever signed it. */
   accessTokenMaxLifetime: number
+  /** After SIGTERM, how long new connections are still taken (and told readiness 503) before the listener closes. */
+  shutdownDelaySeconds: number
   publicRateLimit: number
   mcpRateLimitIp: number
   mcpRateLimitSession: number
@@ -290,6 +293,7 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookAllowPrivateTargets: flag(env.WEBHOOK_ALLOW_PRIVATE_TARGETS, false),
     webhookCaFile: env.WEBHOOK_CA_FILE,
     accessTokenMaxLifetime: Number(env.ACCESS_TOKEN_MAX_LIFETIME ?? 3_600),
+    shutdownDelaySeconds: Number(env.SHUTDOWN_DELAY_SECONDS ?? 0),
     publicRateLimit: Number(env.PUBLIC_RATE_LIMIT ?? 600),
     mcpRateLimitIp: Number(env.MCP_RATE_LIMIT_IP ?? 120),
     mcpRateLimitSession: Number(env.MCP_RATE_LIMIT_SESSION ?? 60),

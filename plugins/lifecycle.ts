@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import { Server } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
 
 declare module 'fastify' {
@@ -7,8 +8,11 @@ declare module 'fastify' {
     lifecycle: {
       /** True from the moment shutdown begins: readiness answers 503 and every answer closes its connection. */
       readonly draining: boolean
-      /** Begins the shutdown at once (the signal handler calls it before `app.close()`). */
-      drain(): void
+      /**
+       * Begins the shutdown at once (the signal handler calls it before `app.close()`); the listener closes after
+       * `windowMs` (SHUTDOWN_DELAY_SECONDS), at once by default.
+       */
+      drain(windowMs?: number): void
     }
   }
 }
@@ -16,12 +20,15 @@ declare module 'fastify' {
 /** How long shutdown waits for requests in flight; within server.ts's grace, which also covers deliveries. */
 const IN_FLIGHT_BOUND_MS = 10_000
 
+/** How long idle keep-alive connections are left to their clients once the requests in flight are done. */
+const IDLE_GRACE_MS = 2_000
+
 /** Long-lived streams (an MCP session's GET stream) are not waited for: the MCP plugin closes them after. */
 const isStream = (method: string, url: string): boolean => method === 'GET' && url.startsWith('/mcp')
 
 /**
- * The shutdown order (docs/operations.md#shutdown). On drain: readiness says 503, the listener stops accepting,
- * and every answer from then on carries `Connection: close`. Then the requests
+ * The shutdown order (docs/operations.md#shutdown). On drain: readiness says 503 and every answer from then on
+ * carries `Connection: close`; the listener stops accepting (after the drain window, if any). Then the requests
  * in flight finish (bounded); only after that do the later preClose and onClose hooks close MCP sessions, drain
  * the delivery worker and close the database.
  */
@@ -30,15 +37,30 @@ export default fp(async app => {
   const inFlight = new Set<ServerResponse>()
   let settled: (() => void) | undefined
 
-  const drain = (): void => {
+  let listenerClosed: Promise<void> | undefined
+  const openConnections = () =>
+    new Promise<number>(resolve => app.server.getConnections((err, n) => resolve(err ? 0 : n)))
+
+  const stopAccepting = (): void => {
+    // Not http.Server#close, which would also cut the idle keep-alive connections at once and race a client writing
+    // its next request on one (ECONNRESET). Fastify's own close() cuts those still idle once the requests in flight
+    // are done and the idle grace is over.
+    if (app.server.listening) Server.prototype.close.call(app.server)
+  }
+
+  const drain = (windowMs = 0): void => {
     if (draining) return
     draining = true
+    // Without a window the listener closes first, before any answer below can send a client to reconnect: a
+    // connection still in the kernel's backlog when the listener closes is reset, one after it is refused.
+    if (windowMs === 0) stopAccepting()
+    // For `windowMs` new connections are still taken (and told 503 by readiness), so that a load balancer that
+    // polls readiness sees the instance leave before connections are refused.
+    listenerClosed = windowMs === 0
+      ? Promise.resolve()
+      : new Promise<void>(resolve => setTimeout(resolve, windowMs).unref()).then(stopAccepting)
     // Answers not yet started close their connection; the client opens a new one, to another instance.
     for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false
-    // Stops accepting new connections. Not http.Server#close, which would also cut the idle keep-alive connections
-    // at once and race a client writing its next request on one (ECONNRESET): their next answer closes them, and
-    // Fastify's own close() cuts those still idle once the requests in flight are done.
-    if (app.server.listening) Server.prototype.close.call(app.server)
   }
   app.decorate('lifecycle', {
     get draining () { return draining },
@@ -59,12 +81,21 @@ export default fp(async app => {
   }
 
   app.addHook('preClose', async () => {
+    // A close without a signal first (tests, embedding) skips the idle grace: nobody is being drained gently.
+    const signalled = draining
     drain()
-    if (inFlight.size === 0) return
-    await new Promise<void>(resolve => {
-      settled = resolve
-      setTimeout(resolve, IN_FLIGHT_BOUND_MS).unref()
-    })
+    await listenerClosed
+    if (inFlight.size > 0) {
+      await new Promise<void>(resolve => {
+        settled = resolve
+        setTimeout(resolve, IN_FLIGHT_BOUND_MS).unref()
+      })
+    }
     if (inFlight.size > 0) app.log.warn({ in_flight: inFlight.size }, 'shutdown: requests still in flight')
+    if (!signalled) return
+    // Idle keep-alive connections get a moment to carry one more request (answered with Connection: close) before
+    // Fastify's close() cuts them: a client that writes just as its connection is cut sees ECONNRESET.
+    const deadline = Date.now() + IDLE_GRACE_MS
+    while (Date.now() < deadline && (await openConnections()) > 0) await sleep(25)
   })
 }, { name: 'lifecycle' })

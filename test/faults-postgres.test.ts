@@ -94,6 +94,7 @@ async function main (t: Test): Promise<void> {
   /** Load through `fault`, then checks every answer. Returns the event ids answered 202. */
   async function underLoad (t: Test, fault: () => Promise<void>): Promise<Set<string>> {
     const load = startLoad(service.base, makers, { concurrency: 8, clientTimeoutMs: 10_000 })
+    t.teardown(() => load.stop())
     const tokenOutcomes: Outcome[] = []
     let running = true
     const refreshing = refreshLoop(tokenOutcomes, () => running)

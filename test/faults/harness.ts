@@ -192,6 +192,8 @@ export interface Outcome {
   error?: string
   retryAfter?: string
   body?: { error?: string }
+  /** When it was sent (performance.now()), for failures. */
+  at?: number
 }
 
 export type RequestMaker = (n: number) => {
@@ -241,7 +243,7 @@ export function startLoad (
         })
       } catch (err) {
         const error = (err as { code?: string }).code ?? String(err)
-        outcomes.push({ kind: r.kind, status: 0, ms: performance.now() - started, error })
+        outcomes.push({ kind: r.kind, status: 0, ms: performance.now() - started, error, at: started })
         await sleep(20)
       }
     }
@@ -249,7 +251,9 @@ export function startLoad (
   const loops = Array.from({ length: opts.concurrency ?? 8 }, loop)
   return {
     outcomes,
+    /** Stops the load (again: a no-op) and returns every outcome. */
     async stop (): Promise<Outcome[]> {
+      if (!state.running) return outcomes
       state.running = false
       await Promise.all(loops)
       await pool.close()
