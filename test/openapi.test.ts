@@ -28,22 +28,25 @@ t.test('the OpenAPI document is valid 3.1 and complete for /public/v1', async t 
   })
 
   const T = '/public/v1/orgs/{orgId}/entities/{entityId}'
+  // 503: every route reads the install's state from the database (docs/operations.md).
   const expected: Record<string, { codes: string[], scopes: string[] }> = {
-    '/public/v1/me': { codes: ['200', '401', '429', '500'], scopes: [] },
-    [`${T}/invoices`]: { codes: ['401', '403', '429', '500', '501'], scopes: ['invoices:read'] },
-    [`${T}/invoices/{id}`]: { codes: ['401', '403', '429', '500', '501'], scopes: ['invoices:read'] },
-    [`${T}/bills`]: { codes: ['401', '403', '429', '500', '501'], scopes: ['bills:read'] },
-    [`${T}/customers`]: { codes: ['401', '403', '429', '500', '501'], scopes: ['customers:read'] }
+    '/public/v1/me': { codes: ['200', '401', '429', '500', '503'], scopes: [] },
+    [`${T}/invoices`]: { codes: ['401', '403', '429', '500', '501', '503'], scopes: ['invoices:read'] },
+    [`${T}/invoices/{id}`]: { codes: ['401', '403', '429', '500', '501', '503'], scopes: ['invoices:read'] },
+    [`${T}/bills`]: { codes: ['401', '403', '429', '500', '501', '503'], scopes: ['bills:read'] },
+    [`${T}/customers`]: { codes: ['401', '403', '429', '500', '501', '503'], scopes: ['customers:read'] }
   }
   const W = `${T}/webhooks`
   const webhookRoutes: Record<string, Record<string, string[]>> = {
     [W]: {
-      post: ['201', '400', '401', '403', '413', '415', '422', '429', '500'],
-      get: ['200', '400', '401', '403', '429', '500']
+      post: ['201', '400', '401', '403', '413', '415', '422', '429', '500', '503'],
+      get: ['200', '400', '401', '403', '429', '500', '503']
     },
-    [`${W}/{subscriptionId}`]: { delete: ['200', '401', '403', '429', '500'] },
-    [`${W}/{subscriptionId}/deliveries`]: { get: ['200', '400', '401', '403', '404', '429', '500'] },
-    [`${W}/{subscriptionId}/deliveries/{deliveryId}/retry`]: { post: ['202', '401', '403', '404', '409', '429', '500'] }
+    [`${W}/{subscriptionId}`]: { delete: ['200', '401', '403', '429', '500', '503'] },
+    [`${W}/{subscriptionId}/deliveries`]: { get: ['200', '400', '401', '403', '404', '429', '500', '503'] },
+    [`${W}/{subscriptionId}/deliveries/{deliveryId}/retry`]: {
+      post: ['202', '401', '403', '404', '409', '429', '500', '503']
+    }
   }
   const publicPaths = Object.keys(doc.paths).filter(p => p.startsWith('/public/v1'))
   t.same(

@@ -37,7 +37,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
         response: {
           200: { type: 'string', description: 'HTML consent page' },
           302: { type: 'null', description: 'Back to redirect_uri with an error' },
-          ...errorResponses(400, 401, 403)
+          ...errorResponses(400, 401, 403, 503)
         }
       }
     },
@@ -58,7 +58,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
         body: AuthorizeDecision,
         response: {
           302: { type: 'null', description: 'To redirect_uri with code and state, or error=access_denied' },
-          ...errorResponses(400, 401, 403, 413, 415)
+          ...errorResponses(400, 401, 403, 413, 415, 503)
         }
       }
     },
@@ -78,7 +78,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
         summary: 'Exchange a code, or rotate a refresh token',
         security: [{ clientCredentials: [] }],
         body: TokenRequest,
-        response: { 200: TokenResponse, ...errorResponses(400, 401, 413, 415) }
+        response: { 200: TokenResponse, ...errorResponses(400, 401, 413, 415, 503) }
       }
     },
     async (request, reply) => {
@@ -108,7 +108,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
         body: RevokeRequest,
         response: {
           200: { type: 'null', description: 'Always, whether the token was known or not' },
-          ...errorResponses(400, 401, 413, 415)
+          ...errorResponses(400, 401, 413, 415, 503)
         }
       }
     },
