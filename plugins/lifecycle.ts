@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Server } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
@@ -34,7 +34,7 @@ const isStream = (method: string, url: string): boolean => method === 'GET' && u
  */
 export default fp(async app => {
   let draining = false
-  const inFlight = new Set<ServerResponse>()
+  const inFlight = new Map<IncomingMessage, ServerResponse>()
   let settled: (() => void) | undefined
 
   let listenerClosed: Promise<void> | undefined
@@ -60,7 +60,7 @@ export default fp(async app => {
       ? Promise.resolve()
       : new Promise<void>(resolve => setTimeout(resolve, windowMs).unref()).then(stopAccepting)
     // Answers not yet started close their connection; the client opens a new one, to another instance.
-    for (const res of inFlight) if (!res.headersSent) res.shouldKeepAlive = false
+    for (const res of inFlight.values()) if (!res.headersSent) res.shouldKeepAlive = false
   }
   app.decorate('lifecycle', {
     get draining () { return draining },
@@ -70,14 +70,13 @@ export default fp(async app => {
   app.addHook('onRequest', async (request, reply) => {
     if (draining) reply.raw.shouldKeepAlive = false
     if (isStream(request.method, request.url)) return
-    const res = reply.raw
-    inFlight.add(res)
-    // 'close' also covers aborted and hijacked answers; onResponse covers injected ones, whose 'close' may not come.
-    res.once('close', () => done(res))
+    inFlight.set(request.raw, reply.raw)
   })
-  app.addHook('onResponse', async (_request, reply) => { done(reply.raw) })
-  const done = (res: ServerResponse): void => {
-    if (inFlight.delete(res) && inFlight.size === 0) settled?.()
+  // onResponse also runs for hijacked answers (the MCP transport's); onRequestAbort for clients that went away.
+  app.addHook('onResponse', async request => { done(request.raw) })
+  app.addHook('onRequestAbort', async request => { done(request.raw) })
+  const done = (req: IncomingMessage): void => {
+    if (inFlight.delete(req) && inFlight.size === 0) settled?.()
   }
 
   app.addHook('preClose', async () => {
