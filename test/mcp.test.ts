@@ -366,6 +366,25 @@ t.test('transport errors, tokens, Host and Origin', async t => {
     id: 9,
     error: { code: -32602, message: 'Invalid params: params.arguments must be an object.' }
   })
+
+  const call = (id: number, params: unknown, method = 'tools/call') => fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, 'mcp-session-id': owned, 'mcp-protocol-version': '2025-11-25', ...bearer(j.accessToken) },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params })
+  })
+  const nul = await call(10, {
+    name: 'create_webhook_subscription',
+    arguments: { topics: ['invoice.paid'], target_url: 'https://hooks.example.com/\u0000x' }
+  })
+  t.equal(nul.status, 200)
+  t.same(await nul.json(), {
+    jsonrpc: '2.0',
+    id: 10,
+    error: { code: -32602, message: 'Invalid params: params.arguments must not contain NUL characters.' }
+  }, 'a NUL in tool arguments: -32602 with the request id, not a parse error')
+  const schemaRefused = await call(11, { cursor: 1 }, 'tools/list')
+  t.match(await schemaRefused.json(), { jsonrpc: '2.0', id: 11, error: { code: -32602, message: /^Invalid params: / } },
+    "params the SDK's schema refuses: -32602, not -32603")
 })
 
 t.test('rate limits: 60 a minute per session, 120 a minute per IP', async t => {

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { eventually } from './helper.js'
+import { eventually, TEST_DATABASE_URL } from './helper.js'
 
 function start (env: Record<string, string>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'cli.ts', 'serve'], {
@@ -94,3 +94,25 @@ t.test('the command line: user-token and migrate', async t => {
   )
   t.throws(() => run('user-token', '--sub', 'x'), 'refuses without --org and --entity')
 })
+
+t.test('DATABASE_URL without a user name connects as the OS user, as libpq does, even with no USER set',
+  { skip: !TEST_DATABASE_URL && 'needs Postgres: set DATABASE_URL (CI runs it)' }, async t => {
+    const { spawnSync } = await import('node:child_process')
+    const { userInfo } = await import('node:os')
+    const url = new URL(TEST_DATABASE_URL!)
+    url.username = ''
+    url.password = ''
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      DATABASE_URL: url.toString(),
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')),
+      LOG_LEVEL: 'info'
+    }
+    delete env.USER
+    delete env.PGUSER
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'cli.ts', 'migrate'], { env, encoding: 'utf8' })
+    const said = run.stdout + run.stderr
+    t.notMatch(said, 'no PostgreSQL user name specified', 'a user name was sent')
+    // Either the OS user is a role of this server (migrated), or the server names it in its refusal.
+    t.ok(run.status === 0 || said.includes(`"${userInfo().username}"`), said.slice(-300))
+  })
