@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
 import type { AppInstance } from '../app.js'
-import { bearer, build, eventually, install } from './helper.js'
+import { bearer, build, eventually, install, TEST_DATABASE_URL } from './helper.js'
 import { startReceiver } from './receiver.js'
 
 const TOKEN = 'metrics-token-for-the-tests-0123'
@@ -32,7 +32,20 @@ t.test('GET /metrics: only with METRICS_TOKEN, Prometheus text, never in the Ope
   t.match(res.headers['content-type'], /^text\/plain; version=0\.0\.4/)
   t.match(res.body, /^# HELP process_cpu_user_seconds_total/m, 'process metrics')
   const doc = (await app.inject({ method: 'GET', url: '/public/v1/openapi.json' })).json()
-  t.notOk(Object.keys(doc.paths).some(p => p.includes('metrics')), 'not in the OpenAPI document')
+  t.notOk(Object.keys(doc.paths).some(p => p.includes('metrics')), 'not among the paths of the OpenAPI document')
+  t.notMatch(JSON.stringify(doc), '/metrics', 'nor anywhere else in it')
+})
+
+t.test('pool usage: the Postgres pool, nothing on the embedded database', async t => {
+  const text = await scrape(await build(t, { METRICS_TOKEN: TOKEN }))
+  const total = value(text, 'db_pool_total')
+  if (TEST_DATABASE_URL) {
+    t.ok((total ?? 0) >= 1, 'the pool has the connections the app opened')
+    t.ok(value(text, 'db_pool_idle') !== undefined)
+    t.equal(value(text, 'db_pool_waiting'), 0)
+  } else {
+    t.equal(total, undefined, 'no pool gauge without a pool')
+  }
 })
 
 t.test('requests by route template and status, the access cache, MCP sessions', async t => {
