@@ -35,7 +35,6 @@ const isStream = (method: string, url: string): boolean => method === 'GET' && u
 export default fp(async app => {
   let draining = false
   const inFlight = new Map<IncomingMessage, ServerResponse>()
-  let settled: (() => void) | undefined
 
   let listenerClosed: Promise<void> | undefined
   const openConnections = () =>
@@ -67,16 +66,21 @@ export default fp(async app => {
     drain
   })
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback hooks, not async ones: they run on every request, and a promise each is measurable (BENCHMARKS.md).
+  app.addHook('onRequest', (request, reply, next) => {
     if (draining) reply.raw.shouldKeepAlive = false
-    if (isStream(request.method, request.url)) return
-    inFlight.set(request.raw, reply.raw)
+    if (!isStream(request.method, request.url)) inFlight.set(request.raw, reply.raw)
+    next()
   })
-  // onResponse also runs for hijacked answers (the MCP transport's); onRequestAbort for clients that went away.
-  app.addHook('onResponse', async request => { done(request.raw) })
-  app.addHook('onRequestAbort', async request => { done(request.raw) })
-  const done = (req: IncomingMessage): void => {
-    if (inFlight.delete(req) && inFlight.size === 0) settled?.()
+  // onResponse also runs for hijacked answers (the MCP transport's). An answer whose client went away may never
+  // finish: the shutdown wait below prunes those rather than a listener per request watching for them.
+  app.addHook('onResponse', (request, _reply, next) => {
+    inFlight.delete(request.raw)
+    next()
+  })
+  const busy = (): number => {
+    for (const [req, res] of inFlight) if (res.destroyed || res.writableFinished) inFlight.delete(req)
+    return inFlight.size
   }
 
   app.addHook('preClose', async () => {
@@ -84,12 +88,8 @@ export default fp(async app => {
     const signalled = draining
     drain()
     await listenerClosed
-    if (inFlight.size > 0) {
-      await new Promise<void>(resolve => {
-        settled = resolve
-        setTimeout(resolve, IN_FLIGHT_BOUND_MS).unref()
-      })
-    }
+    const bound = Date.now() + IN_FLIGHT_BOUND_MS
+    while (busy() > 0 && Date.now() < bound) await sleep(10)
     if (inFlight.size > 0) app.log.warn({ in_flight: inFlight.size }, 'shutdown: requests still in flight')
     if (!signalled) return
     // Idle keep-alive connections get a moment to carry one more request (answered with Connection: close) before

@@ -60,6 +60,9 @@ t.test('requests by route template and status, the access cache, MCP sessions', 
   const text = await scrape(app)
   t.equal(value(text, 'http_request_duration_seconds_count{method="GET",route="/public/v1/me",status_code="200"}'), 3)
   t.equal(value(text,
+    'http_request_duration_seconds_bucket{method="GET",route="/public/v1/me",status_code="200",le="+Inf"}'), 3,
+  'buckets are cumulative up to the count')
+  t.equal(value(text,
     'http_request_duration_seconds_count{method="GET",route="/public/v1/orgs/:orgId/entities/:entityId/invoices",' +
     'status_code="501"}'), 1, 'the route template, not the URL')
   t.notMatch(text, i.orgRefId, 'no tenant id in any label')
