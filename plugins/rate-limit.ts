@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
+import { networkErrorKind } from '../lib/network-errors.js'
 import { throttledLog } from '../lib/throttled-log.js'
 import { errors } from './errors.js'
 
@@ -44,7 +45,7 @@ export default fp(
       app.metrics?.dependencyError('redis', kind)
     }
     let answering = true
-    redis?.on('error', err => failed((err as { code?: string }).code ?? 'error', err))
+    redis?.on('error', err => failed(networkErrorKind(err) ?? 'error', err))
     const probe = redis
       ? setInterval(() => {
         if (redis.status !== 'ready') return

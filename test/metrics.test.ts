@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream'
+import pg from 'pg'
 import t from 'tap'
 import type { AppInstance } from '../app.js'
 import { bearer, build, eventually, install, TEST_DATABASE_URL } from './helper.js'
@@ -131,8 +132,25 @@ t.test('deliveries: attempts by outcome, queue depth and age, one log line per a
 t.test('Redis errors are counted by kind', async t => {
   const app = await build(t, { METRICS_TOKEN: TOKEN, REDIS_URL: 'redis://127.0.0.1:1' })
   const text = await eventually(() => scrape(app), {
-    until: m => /^dependency_errors_total\{dependency="redis",kind="ECONNREFUSED"\} [1-9]/m.test(m),
+    until: m => /^dependency_errors_total\{dependency="redis",kind="refused"\} [1-9]/m.test(m),
     what: 'a refused Redis connection to be counted'
   })
   t.match(text, /dependency_errors_total\{dependency="redis"/)
+})
+
+t.test('Postgres errors are counted by kind', { skip: !TEST_DATABASE_URL && 'needs Postgres' }, async t => {
+  const app = await build(t, { METRICS_TOKEN: TOKEN })
+  await app.inject({ method: 'GET', url: '/health/ready' })
+  // The service's connections are cut under it, as a fail-over or a restart of the server would.
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
+  await admin.connect()
+  t.teardown(() => admin.end())
+  await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity
+                      where datname = current_database() and pid <> pg_backend_pid()`)
+  const text = await eventually(() => scrape(app), {
+    until: m => /^dependency_errors_total\{dependency="postgres",kind="[a-z_]+"\} [1-9]/m.test(m),
+    what: 'the cut connections to be counted'
+  })
+  t.match(text, /dependency_errors_total\{dependency="postgres",kind="(shutting_down|connection_lost)"\}/)
+  t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200, 'and the pool recovers')
 })

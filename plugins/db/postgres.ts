@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { userInfo } from 'node:os'
 import pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
+import { networkErrorKind } from '../../lib/network-errors.js'
 import { throttledLog } from '../../lib/throttled-log.js'
 import { DatabaseUnavailableError, type Db, type Queryable } from './types.js'
 
@@ -27,15 +28,8 @@ export function connectionOptions (url: string): pg.ClientConfig {
   return { connectionString: u.toString(), keepAlive: true }
 }
 
+/** Postgres's own codes for an unavailable server (SQLSTATE). */
 const UNAVAILABLE_CODES: Record<string, string> = {
-  ECONNREFUSED: 'refused',
-  ECONNRESET: 'connection_lost',
-  EPIPE: 'connection_lost',
-  ETIMEDOUT: 'timeout',
-  ENOTFOUND: 'unresolved',
-  EAI_AGAIN: 'unresolved',
-  EHOSTUNREACH: 'unreachable',
-  ENETUNREACH: 'unreachable',
   57014: 'timeout', // statement_timeout
   '25P03': 'timeout', // idle_in_transaction_session_timeout
   '57P01': 'shutting_down',
@@ -52,6 +46,8 @@ const UNAVAILABLE_MESSAGES: [RegExp, string][] = [
 /** What kind of unavailability an error is, or undefined when it is anything else (a constraint, a bad query). */
 export function unavailableKind (err: unknown): string | undefined {
   const e = err as { code?: string, message?: string }
+  const network = networkErrorKind(err)
+  if (network) return network
   if (e?.code && UNAVAILABLE_CODES[e.code]) return UNAVAILABLE_CODES[e.code]
   // Class 08 is "connection exception"; class 53 "insufficient resources".
   if (e?.code && /^(08|53)/.test(e.code)) return e.code.startsWith('08') ? 'connection_lost' : 'overloaded'
