@@ -251,8 +251,13 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
   t.match(errorOf(bad), { error: 'unknown_topic', unknown: ['nope'] })
   await t.rejects(
     clients.good.callTool({ name: 'no_such_tool', arguments: {} }),
-    /Unknown tool: no_such_tool/,
-    'an unknown tool is a JSON-RPC error'
+    { code: -32602, message: 'MCP error -32602: Unknown tool: no_such_tool' },
+    'an unknown tool is a JSON-RPC error, its message prefixed once'
+  )
+  await t.rejects(
+    clients.good.readResource({ uri: 'marketplace://nope' }),
+    { code: -32002, message: 'MCP error -32002: Resource not found: marketplace://nope' },
+    'an unknown resource too'
   )
   const invalid = await clients.good.callTool({ name: 'get_invoice', arguments: { invoice: 1 } })
   t.equal(invalid.isError, true)

@@ -12,7 +12,6 @@ import {
   isInitializeRequest,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS
 } from '@modelcontextprotocol/sdk/types.js'
@@ -21,6 +20,12 @@ import { VERSION } from '../../lib/root.js'
 import type { Principal } from '../auth/access-state.js'
 import { errors, sendError } from '../errors.js'
 import { createRegistry, type Registry } from './registry.js'
+
+/**
+ * A JSON-RPC error for the SDK to send. Not McpError, whose message already starts "MCP error <code>:", which the
+ * client's McpError then prefixes again.
+ */
+const rpcError = (code: number, message: string): Error => Object.assign(new Error(message), { code })
 
 /** The SDK's schema of each client request, by method. */
 const REQUEST_SCHEMAS = new Map(
@@ -82,13 +87,13 @@ export default fp(
       server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
         const principal = (extra.authInfo?.extra?.principal as Principal | undefined) ?? null
         const result = await dispatch(req.params.name, req.params.arguments, principal)
-        if (!result) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`)
+        if (!result) throw rpcError(ErrorCode.InvalidParams, `Unknown tool: ${req.params.name}`)
         return result
       })
       server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: resourceList() }))
       server.setRequestHandler(ReadResourceRequestSchema, async req => {
         const resource = resources.find(r => r.uri === req.params.uri)
-        if (!resource) throw new McpError(-32002, `Resource not found: ${req.params.uri}`)
+        if (!resource) throw rpcError(-32002, `Resource not found: ${req.params.uri}`)
         return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: resource.read() }] }
       })
       return server
