@@ -47,6 +47,7 @@ export const EnvSchema = Type.Object({
   WEBHOOK_CONCURRENCY: Type.Optional(Int(1, 1_000)),
   WEBHOOK_LEASE_SECONDS: Type.Optional(Int(1, 3_600)),
   MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
+  MCP_ALLOW_ANONYMOUS: Type.Optional(Bool),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 24, description: 'at least 24 characters' })),
   LOG_LEVEL: Type.Optional(
     Type.Union(
@@ -99,6 +100,8 @@ export interface Config {
   /** How long a claim lasts; a dead worker's deliveries are retried after it. Longer than an attempt's 15 s. */
   webhookLeaseSeconds: number
   mcpAllowedOrigins: string[]
+  /** Sessions without a token (catalog browsing, conformance runs); off, a request without one is a 401. */
+  mcpAllowAnonymous: boolean
   /** Bearer token of GET /metrics; unset, /metrics is not served. */
   metricsToken: string | undefined
   logLevel: string
@@ -305,6 +308,7 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookConcurrency: Number(env.WEBHOOK_CONCURRENCY ?? 64),
     webhookLeaseSeconds: Number(env.WEBHOOK_LEASE_SECONDS ?? 60),
     mcpAllowedOrigins: origins,
+    mcpAllowAnonymous: flag(env.MCP_ALLOW_ANONYMOUS, false),
     metricsToken: env.METRICS_TOKEN,
     logLevel: env.LOG_LEVEL ?? 'info',
     nodeEnv,

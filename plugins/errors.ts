@@ -132,11 +132,17 @@ export const errors = {
   mcpParseError: (message: string) => new JsonRpcHttpError(400, -32700, `Parse error: ${message}`),
   mcpInvalidRequest: (status: number, message: string) =>
     new JsonRpcHttpError(status, -32600, `Invalid Request: ${message}`),
-  /** A refused token on /mcp: the same error, pointing clients at the protected-resource metadata (RFC 9728). */
-  mcpUnauthorized: (e: ApiError, resourceMetadata: string) =>
+  /**
+   * A refused or missing token on /mcp: the same error, pointing clients at the protected-resource metadata
+   * (RFC 9728) and the scopes the tools use, so that an MCP client starts OAuth on its own.
+   */
+  mcpUnauthorized: (e: ApiError, resourceMetadata: string, scope: string) =>
     new ApiError(e.statusCode, e.code, e.message, e.extra, {
-      'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", error="invalid_token", ` +
-        `error_description="${quote(e.message)}"`
+      // As on /public/v1: no error attribute when no credentials came at all (RFC 6750 section 3.1).
+      'www-authenticate': `Bearer resource_metadata="${resourceMetadata}", scope="${scope}"` +
+        (/error=/.test(e.headers['www-authenticate'] ?? '')
+          ? `, error="invalid_token", error_description="${quote(e.message)}"`
+          : '')
     }),
   missingToolToken: (tool: string) =>
     new ApiError(

@@ -38,7 +38,7 @@ async function main (t: Test): Promise<void> {
   })
   t.equal(subscribed.statusCode, 201)
   await setup.close()
-  const service = await startService(t, { ...env, MCP_RATE_LIMIT_IP: '1000000' })
+  const service = await startService(t, { ...env, MCP_RATE_LIMIT_IP: '1000000', MCP_ALLOW_ANONYMOUS: 'true' })
 
   const me: RequestMaker = () => ({ kind: 'me', method: 'GET', path: '/public/v1/me', headers: bearer(i.accessToken) })
   // Rate-limited per IP in Redis before anything else; without a session it is answered 400 (-32000).

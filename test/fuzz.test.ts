@@ -257,6 +257,7 @@ function undocumentedOperations (app: AppInstance): Operation[] {
     op('GET', '/.well-known/agent.json'),
     op('GET', '/.well-known/agent-card.json'),
     op('GET', '/.well-known/oauth-protected-resource'),
+    op('GET', '/.well-known/oauth-protected-resource/mcp'),
     op('GET', '/.well-known/oauth-authorization-server'),
     op('GET', '/public/v1/openapi.json'),
     op('GET', '/docs'),
@@ -790,6 +791,8 @@ t.test('fuzz: no 5xx, every error body from the catalog', async t => {
     PUBLIC_RATE_LIMIT: '1000000',
     MCP_RATE_LIMIT_IP: '1000000',
     MCP_RATE_LIMIT_SESSION: '1000000',
+    // Anonymous sessions too, so that tokenless MCP traffic reaches the protocol (the 401 is tested in mcp.test.ts).
+    MCP_ALLOW_ANONYMOUS: 'true',
     WEBHOOK_WORKER: 'false'
   })
   const fx = await fixtures(app)

@@ -23,7 +23,14 @@ t.test('the final stage of the Dockerfile copies every file the service reads', 
 
   const child = spawn(process.execPath, ['dist/cli.js', 'serve'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: '', DATA_DIR: join(root, 'data'), PORT: '0', LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      DATABASE_URL: '',
+      DATA_DIR: join(root, 'data'),
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      MCP_ALLOW_ANONYMOUS: 'true'
+    },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   t.teardown(() => { child.kill('SIGKILL') })

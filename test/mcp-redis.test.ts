@@ -41,7 +41,7 @@ t.test('with REDIS_URL, two instances share the per-IP count', { skip }, async t
 
   const bases: string[] = []
   for (let n = 0; n < 2; n++) {
-    const app = await build(t, { REDIS_URL, MCP_RATE_LIMIT_IP: '10' })
+    const app = await build(t, { REDIS_URL, MCP_RATE_LIMIT_IP: '10', MCP_ALLOW_ANONYMOUS: 'true' })
     await app.listen({ port: 0, host: '127.0.0.1' })
     bases.push(`http://127.0.0.1:${(app.server.address() as { port: number }).port}`)
   }

@@ -5,8 +5,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { AppInstance } from '../app.js'
 import { bearer, build, eventually, install, ISSUER, type Installed } from './helper.js'
 
+/** Anonymous sessions on unless a test says otherwise: most tests here also try what a tokenless client gets. */
 async function serve (t: Test, env: Record<string, string> = {}): Promise<{ app: AppInstance, base: string }> {
-  const app = await build(t, env)
+  const app = await build(t, { MCP_ALLOW_ANONYMOUS: 'true', ...env })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
   return { app, base: `http://127.0.0.1:${port}` }
@@ -127,8 +128,43 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
     tools.map(x => x.name),
     'one skill per tool'
   )
-  const prm = (await (await fetch(`${base}/.well-known/oauth-protected-resource`)).json()) as any
-  t.match(prm, { resource: /\/mcp$/, authorization_servers: ['http://gateway.test'] })
+  const prm = (await (await fetch(`${base}/.well-known/oauth-protected-resource/mcp`)).json()) as any
+  t.same(prm, {
+    resource: 'http://gateway.test/mcp',
+    authorization_servers: ['http://gateway.test'],
+    bearer_methods_supported: ['header'],
+    scopes_supported: ['invoices:read', 'bills:read', 'customers:read'],
+    resource_name: 'Marketplace gateway MCP endpoint',
+    resource_documentation: 'http://gateway.test/docs'
+  }, 'RFC 9728 at the path form, with only the scopes that authorise something')
+  t.same(await (await fetch(`${base}/.well-known/oauth-protected-resource`)).json(), prm, 'and at the root')
+})
+
+t.test('without MCP_ALLOW_ANONYMOUS, /mcp asks for credentials so that clients start OAuth', async t => {
+  const { base } = await serve(t, { MCP_ALLOW_ANONYMOUS: 'false' })
+  const challenge = 'Bearer resource_metadata="http://gateway.test/.well-known/oauth-protected-resource/mcp", ' +
+    'scope="bills:read customers:read invoices:read"'
+  for (const method of ['POST', 'GET', 'DELETE']) {
+    const res = await fetch(`${base}/mcp`, {
+      method,
+      headers: ACCEPT,
+      body: method === 'POST' ? JSON.stringify(initialize) : undefined
+    })
+    t.equal(res.status, 401, method)
+    t.equal(res.headers.get('www-authenticate'), challenge, `${method}: where to learn how to get a token`)
+    t.same(await res.json(), { error: 'invalid_token', message: 'Missing bearer token.' })
+  }
+  const forged = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { ...ACCEPT, authorization: 'Bearer not.a.token' },
+    body: JSON.stringify(initialize)
+  })
+  t.equal(forged.status, 401)
+  t.equal(forged.headers.get('www-authenticate'),
+    `${challenge}, error="invalid_token", error_description="Invalid access token."`)
+  const client = new Client({ name: 'tap', version: '1.0.0' })
+  await t.rejects(client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`))),
+    'the SDK client without a token is refused')
 })
 
 t.test('every tool without a token, with a token lacking the scope, and with a good token', async t => {
@@ -310,8 +346,8 @@ t.test('transport errors, tokens, Host and Origin', async t => {
   })
   t.equal(forged.status, 401)
   // MCP_BASE_URL defaults to PUBLIC_BASE_URL (the tests' issuer).
-  const metadata = 'http://gateway\\.test/\\.well-known/oauth-protected-resource'
-  const challenge = new RegExp(`^Bearer resource_metadata="${metadata}", error="invalid_token"`)
+  const metadata = 'http://gateway\\.test/\\.well-known/oauth-protected-resource/mcp'
+  const challenge = new RegExp(`^Bearer resource_metadata="${metadata}", scope="[^"]+", error="invalid_token"`)
   t.match(forged.headers.get('www-authenticate'), challenge)
   t.same(await forged.json(), { error: 'invalid_token', message: 'Invalid access token.' })
   await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })
@@ -419,7 +455,7 @@ t.test('rate limits: 60 a minute per session, 120 a minute per IP', async t => {
 })
 
 t.test('the GET event stream opens, and closing the app ends it', async t => {
-  const app = await build(t)
+  const app = await build(t, { MCP_ALLOW_ANONYMOUS: 'true' })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
   const session = await rawSession(base)

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { VERSION } from '../../lib/root.js'
-import { KNOWN_SCOPES } from '../../lib/scopes.js'
+import { KNOWN_SCOPES, WIRED_SCOPES } from '../../lib/scopes.js'
 import { PROTOCOL_REVISION, SERVER_NAME } from '../../plugins/mcp/index.js'
 import { describeTool } from '../../plugins/mcp/registry.js'
 import { Catalog } from '../../schemas/mcp.js'
@@ -43,15 +43,19 @@ const catalog: FastifyPluginAsyncTypebox = async app => {
   app.get('/.well-known/agent.json', { schema }, async () => agentCard())
   app.get('/.well-known/agent-card.json', { schema }, async () => agentCard())
 
-  // RFC 9728: where an MCP client learns how to get a token for /mcp.
-  app.get('/.well-known/oauth-protected-resource', { schema }, async () => ({
+  // RFC 9728: where an MCP client learns how to get a token for /mcp. The path form (the resource's path after
+  // the well-known prefix) is what MCP clients try first; the root form is kept for older ones.
+  const protectedResource = {
     resource: endpoint,
     authorization_servers: [publicBaseUrl],
     bearer_methods_supported: ['header'],
-    scopes_supported: Object.keys(KNOWN_SCOPES),
+    // Only scopes that authorise something: clients ask for what is listed here.
+    scopes_supported: Object.keys(WIRED_SCOPES),
     resource_name: 'Marketplace gateway MCP endpoint',
     resource_documentation: `${publicBaseUrl}/docs`
-  }))
+  }
+  app.get('/.well-known/oauth-protected-resource/mcp', { schema }, async () => protectedResource)
+  app.get('/.well-known/oauth-protected-resource', { schema }, async () => protectedResource)
 
   // RFC 8414: the authorization server behind the access tokens.
   app.get('/.well-known/oauth-authorization-server', { schema }, async () => ({

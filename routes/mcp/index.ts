@@ -16,12 +16,14 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
  * access token answer first, in that order; only then is the request handed to the MCP transport.
  */
 const mcp: FastifyPluginAsyncTypebox = async app => {
-  const { mcpBaseUrl, mcpAllowedOrigins, mcpRateLimitIp, mcpRateLimitSession, host } = app.config
+  const { mcpBaseUrl, mcpAllowedOrigins, mcpRateLimitIp, mcpRateLimitSession, host, mcpAllowAnonymous } = app.config
   const ownHost = new URL(mcpBaseUrl).host.toLowerCase()
   // Any loopback name is as good as another when the service listens on loopback, or is advertised on it (the
   // development default when listening on every interface, as in a container).
   const loopbackListen = LOOPBACK_LISTEN.has(host) || LOOPBACK_HOSTS.has(new URL(mcpBaseUrl).hostname)
-  const resourceMetadata = `${mcpBaseUrl}/.well-known/oauth-protected-resource`
+  const resourceMetadata = `${mcpBaseUrl}/.well-known/oauth-protected-resource/mcp`
+  // What a client should ask for: the scopes the tools are wired to.
+  const scope = [...new Set(app.mcp.tools.flatMap(t => t.requiredScopes))].sort().join(' ')
 
   // DNS rebinding: a page on another site must not reach a local server through a name it controls. An allowed
   // Origin also gets the CORS headers a browser needs to call /mcp.
@@ -63,11 +65,12 @@ const mcp: FastifyPluginAsyncTypebox = async app => {
   }
 
   async function principalOf (request: FastifyRequest): Promise<Principal | null> {
-    if (request.headers.authorization === undefined) return null
+    if (request.headers.authorization === undefined && mcpAllowAnonymous) return null
     try {
       return await app.publicAuth.authenticate(request.headers.authorization)
     } catch (err) {
-      throw err instanceof ApiError ? errors.mcpUnauthorized(err, resourceMetadata) : err
+      if (err instanceof ApiError && err.statusCode === 401) throw errors.mcpUnauthorized(err, resourceMetadata, scope)
+      throw err
     }
   }
 
