@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { randomToken, safeEqual, sha256 } from '../lib/crypto.js'
+import { redirectUriProblem } from '../lib/redirect-uris.js'
 import { isKnownScope, KNOWN_SCOPES, WIRED_SCOPES } from '../lib/scopes.js'
+import { ClientMetadataError, ClientMetadataFetcher, isMetadataUrl } from './client-metadata.js'
 import type { Queryable } from './db/index.js'
 import { errors } from './errors.js'
 
@@ -8,7 +11,13 @@ export interface App {
   clientId: string
   slug: string
   name: string
-  ownerSub: string
+  /** The developer who registered it; null for clients that registered themselves (DCR, CIMD). */
+  ownerSub: string | null
+  /** `public`: no secret, PKCE alone proves the client (RFC 6749 2.1). */
+  clientType: 'confidential' | 'public'
+  registeredBy: 'developer' | 'dcr' | 'cimd'
+  publisher: string | null
+  websiteUrl: string | null
   redirectUris: string[]
   scopes: string[]
   apiKeyEnabled: boolean
@@ -22,29 +31,52 @@ export interface NewApp {
   name: string
   redirectUris: string[]
   scopes: string[]
+  publisher?: string | undefined
+  websiteUrl?: string | undefined
+}
+
+/** What a client asks for at the registration endpoint (RFC 7591 2), already read from the request. */
+export interface DynamicRegistration {
+  name: string | undefined
+  websiteUrl: string | undefined
+  redirectUris: string[]
+  /** Space-separated; unset means the scopes that authorise something today. */
+  scope: string | undefined
+  /** `none` makes a public client. */
+  authMethod: 'none' | 'client_secret_basic' | 'client_secret_post'
 }
 
 interface Row {
   client_id: string
   slug: string
   name: string
-  owner_sub: string
-  client_secret_hash: string
+  owner_sub: string | null
+  client_secret_hash: string | null
+  client_type: 'confidential' | 'public'
+  registered_by: 'developer' | 'dcr' | 'cimd'
+  publisher: string | null
+  website_url: string | null
   redirect_uris: string[]
   scopes: string[]
   api_key_enabled: boolean
   key_disabled_at: Date | null
+  metadata_fresh: boolean
   created_at: Date
 }
 
-const COLUMNS = `client_id, slug, name, owner_sub, client_secret_hash, redirect_uris, scopes, api_key_enabled,
-                 key_disabled_at, created_at`
+const COLUMNS = `client_id, slug, name, owner_sub, client_secret_hash, client_type, registered_by, publisher,
+                 website_url, redirect_uris, scopes, api_key_enabled, key_disabled_at,
+                 coalesce(metadata_expires_at > now(), false) as metadata_fresh, created_at`
 
 const toApp = (r: Row): App => ({
   clientId: r.client_id,
   slug: r.slug,
   name: r.name,
   ownerSub: r.owner_sub,
+  clientType: r.client_type,
+  registeredBy: r.registered_by,
+  publisher: r.publisher,
+  websiteUrl: r.website_url,
   redirectUris: r.redirect_uris,
   scopes: r.scopes,
   apiKeyEnabled: r.api_key_enabled,
@@ -52,12 +84,38 @@ const toApp = (r: Row): App => ({
   createdAt: r.created_at
 })
 
+/** A slug for a client that named itself: its name in slug form, made unique by a random suffix. */
+function generatedSlug (name: string | undefined): string {
+  const base = (name ?? '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40)
+  return `${base || 'client'}-${randomBytes(4).toString('hex')}`
+}
+
+/** Scopes a self-registered client asks for: known ones only; none named means the wired ones. */
+function requestedScopes (scope: string | undefined, fail: (message: string) => Error): string[] {
+  if (scope === undefined || scope.trim() === '') return Object.keys(WIRED_SCOPES)
+  const scopes = [...new Set(scope.split(' ').filter(Boolean))]
+  const unknown = scopes.filter(s => !isKnownScope(s))
+  if (unknown.length > 0) throw fail(`Unknown scope: ${unknown.join(', ')}`)
+  return scopes
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
     apps: {
       register(ownerSub: string, app: NewApp): Promise<{ app: App, clientSecret: string }>
+      /**
+       * Dynamic Client Registration (RFC 7591). A public client registered again with identical metadata gets the
+       * existing client back (`existing`); a confidential one always gets a new client, since its secret is shown
+       * only once. Throws RFC 7591 3.2.2 errors.
+       */
+      registerDynamic(input: DynamicRegistration): Promise<{ app: App, clientSecret?: string, existing: boolean }>
       listOwnedBy(ownerSub: string): Promise<App[]>
       find(clientId: string, q?: Queryable): Promise<App | undefined>
+      /**
+       * The client behind a client_id: a registered app, or, for an https URL, the client its metadata document
+       * describes (fetched, checked and cached as its caching headers allow). Throws `ClientMetadataError`.
+       */
+      resolve(clientId: string): Promise<App | undefined>
       /** The app whose credentials these are, whatever its key state; undefined when they are wrong. */
       authenticateClient(clientId: string, clientSecret: string): Promise<App | undefined>
       setKeyEnabled(ownerSub: string, clientId: string, enabled: boolean): Promise<App | undefined>
@@ -69,6 +127,30 @@ declare module 'fastify' {
 export default fp(
   async app => {
     const { db } = app
+    const metadata = new ClientMetadataFetcher({
+      allowPrivate: app.config.webhookAllowPrivateTargets,
+      caFile: app.config.webhookCaFile
+    })
+    app.addHook('onClose', () => metadata.close())
+
+    /** Fetches a metadata document and stores the client it describes, its slug kept across fetches. */
+    async function refreshFromMetadata (clientId: string): Promise<App> {
+      const doc = await metadata.fetch(clientId)
+      const scopes = requestedScopes(doc.scope, m => new ClientMetadataError(`scope: ${m}`))
+      const [row] = (await db.query<Row>(
+        `insert into apps (client_id, slug, name, website_url, redirect_uris, scopes, client_type, registered_by,
+                           metadata_expires_at)
+         values ($1, $2, $3, $4, $5, $6, 'public', 'cimd', now() + make_interval(secs => $7))
+         on conflict (client_id) do update
+           set name = excluded.name, website_url = excluded.website_url, redirect_uris = excluded.redirect_uris,
+               scopes = excluded.scopes, metadata_expires_at = excluded.metadata_expires_at
+           where apps.registered_by = 'cimd'
+         returning ${COLUMNS}`,
+        [clientId, generatedSlug(doc.name), doc.name, doc.websiteUrl ?? null, doc.redirectUris, scopes, doc.maxAgeS]
+      )) as Row[]
+      if (!row) throw new ClientMetadataError('This client_id is registered otherwise.')
+      return toApp(row)
+    }
 
     app.decorate('apps', {
       async register (ownerSub: string, input: NewApp) {
@@ -76,8 +158,7 @@ export default fp(
         const unknown = scopes.filter(s => !isKnownScope(s))
         if (unknown.length > 0) throw errors.unknownScope(unknown)
         for (const uri of input.redirectUris) {
-          const url = URL.canParse(uri) ? new URL(uri) : undefined
-          if (url?.protocol !== 'https:' || url.hash || url.username || url.password) {
+          if (redirectUriProblem(uri, 'developer')) {
             throw errors.invalidRedirectUri(
               `redirect_uris must be absolute https URLs without a fragment or user info (got ${JSON.stringify(uri)}).`
             )
@@ -86,14 +167,47 @@ export default fp(
         const clientId = randomToken('app_', 12)
         const clientSecret = randomToken('mgs_')
         const [row] = await db.query<Row>(
-          `insert into apps (client_id, slug, name, owner_sub, client_secret_hash, redirect_uris, scopes)
-         values ($1, $2, $3, $4, $5, $6, $7)
+          `insert into apps (client_id, slug, name, owner_sub, client_secret_hash, redirect_uris, scopes, publisher,
+                             website_url)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          on conflict (slug) do nothing
          returning ${COLUMNS}`,
-          [clientId, input.slug, input.name, ownerSub, sha256(clientSecret), [...new Set(input.redirectUris)], scopes]
+          [clientId, input.slug, input.name, ownerSub, sha256(clientSecret), [...new Set(input.redirectUris)], scopes,
+            input.publisher ?? null, input.websiteUrl ?? null]
         )
         if (!row) throw errors.conflict(`An app with slug ${JSON.stringify(input.slug)} already exists.`)
         return { app: toApp(row), clientSecret }
+      },
+
+      async registerDynamic (input: DynamicRegistration) {
+        if (input.redirectUris.length === 0) throw errors.registrationInvalidRedirectUri('redirect_uris is required.')
+        for (const uri of input.redirectUris) {
+          const problem = redirectUriProblem(uri, 'native')
+          if (problem) throw errors.registrationInvalidRedirectUri(problem)
+        }
+        const scopes = requestedScopes(input.scope, errors.invalidClientMetadata)
+        const redirectUris = [...new Set(input.redirectUris)]
+        const isPublic = input.authMethod === 'none'
+        const clientSecret = isPublic ? undefined : randomToken('mgs_')
+        // Canonical: the same registration in another order or spelling of the same sets is the same.
+        const registrationHash = isPublic
+          ? sha256(JSON.stringify([input.name ?? null, input.websiteUrl ?? null, [...redirectUris].sort(),
+            [...scopes].sort()]))
+          : null
+        const [row] = await db.query<Row>(
+          `insert into apps (client_id, slug, name, client_secret_hash, redirect_uris, scopes, website_url,
+                             client_type, registered_by, registration_hash)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, 'dcr', $9)
+           on conflict (registration_hash) where registration_hash is not null do nothing
+           returning ${COLUMNS}`,
+          [randomToken('app_', 12), generatedSlug(input.name), input.name ?? 'Unnamed client',
+            clientSecret === undefined ? null : sha256(clientSecret), redirectUris, scopes, input.websiteUrl ?? null,
+            isPublic ? 'public' : 'confidential', registrationHash]
+        )
+        if (row) return { app: toApp(row), ...(clientSecret === undefined ? {} : { clientSecret }), existing: false }
+        const [existing] = await db.query<Row>(`select ${COLUMNS} from apps where registration_hash = $1`,
+          [registrationHash])
+        return { app: toApp(existing!), existing: true }
       },
 
       async listOwnedBy (ownerSub: string) {
@@ -109,9 +223,16 @@ export default fp(
         return row && toApp(row)
       },
 
+      async resolve (clientId: string) {
+        const [row] = await db.query<Row>(`select ${COLUMNS} from apps where client_id = $1`, [clientId])
+        if (row && (row.registered_by !== 'cimd' || row.metadata_fresh)) return toApp(row)
+        if (!isMetadataUrl(clientId)) return undefined
+        return refreshFromMetadata(clientId)
+      },
+
       async authenticateClient (clientId: string, clientSecret: string) {
         const [row] = await db.query<Row>(`select ${COLUMNS} from apps where client_id = $1`, [clientId])
-        if (!row || !safeEqual(row.client_secret_hash, sha256(clientSecret))) return undefined
+        if (!row?.client_secret_hash || !safeEqual(row.client_secret_hash, sha256(clientSecret))) return undefined
         return toApp(row)
       },
 

@@ -49,6 +49,8 @@ export const EnvSchema = Type.Object({
   MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
   MCP_ALLOW_ANONYMOUS: Type.Optional(Bool),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 24, description: 'at least 24 characters' })),
+  LOGIN_URL: Type.Optional(Url),
+  REGISTRATION_RATE_LIMIT: Type.Optional(Int(1, 1_000_000)),
   LOG_LEVEL: Type.Optional(
     Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)),
@@ -104,6 +106,10 @@ export interface Config {
   mcpAllowAnonymous: boolean
   /** Bearer token of GET /metrics; unset, /metrics is not served. */
   metricsToken: string | undefined
+  /** The accounting system's sign-in page: a browser with no session is sent there with a `return_to`. */
+  loginUrl: string | undefined
+  /** Dynamic client registrations a minute per client IP (POST /oauth/register). */
+  registrationRateLimit: number
   logLevel: string
   nodeEnv: 'development' | 'production' | 'test'
   /** Names of the secrets that were generated into DATA_DIR rather than configured. */
@@ -309,6 +315,8 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookLeaseSeconds: Number(env.WEBHOOK_LEASE_SECONDS ?? 60),
     mcpAllowedOrigins: origins,
     mcpAllowAnonymous: flag(env.MCP_ALLOW_ANONYMOUS, false),
+    loginUrl: env.LOGIN_URL,
+    registrationRateLimit: Number(env.REGISTRATION_RATE_LIMIT ?? 10),
     metricsToken: env.METRICS_TOKEN,
     logLevel: env.LOG_LEVEL ?? 'info',
     nodeEnv,

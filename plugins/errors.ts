@@ -121,6 +121,13 @@ export const errors = {
   oauthInvalidGrant: (message: string) => oauthError(400, 'invalid_grant', message),
   oauthUnsupportedGrantType: () =>
     oauthError(400, 'unsupported_grant_type', 'grant_type must be authorization_code or refresh_token.'),
+  /** RFC 8707 2: a resource this server issues no tokens for. */
+  oauthInvalidTarget: (message: string) => oauthError(400, 'invalid_target', message),
+  /** A client_id whose metadata document could not be used, at the authorization endpoint (not a redirect). */
+  clientMetadataRefused: (message: string) => oauthError(400, 'invalid_client', message),
+  // Dynamic Client Registration (RFC 7591 3.2.2).
+  registrationInvalidRedirectUri: (message: string) => oauthError(400, 'invalid_redirect_uri', message),
+  invalidClientMetadata: (message: string) => oauthError(400, 'invalid_client_metadata', message),
 
   // Tool protocol (docs/rules.md#mcp-endpoint).
   mcpSessionNotFound: () => new JsonRpcHttpError(404, -32001, 'Session not found.'),
@@ -216,16 +223,24 @@ export const errors = {
   mcpInternal: () => new JsonRpcHttpError(500, -32603, 'Internal error.')
 }
 
+/** A browser navigating, not a program calling: it asks for HTML (programs ask for JSON or nothing). */
+export const wantsHtml = (request: FastifyRequest): boolean => /\btext\/html\b/.test(request.headers.accept ?? '')
+
 export function sendError (reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.code(err.statusCode).headers(err.headers).send(err.body())
 }
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** RFC 6749 endpoints: a malformed request is `invalid_request`, not `validation_error`. */
-    oauthErrors?: boolean
+    /**
+     * RFC 6749 endpoints: a malformed request is `invalid_request`, not `validation_error`; the registration
+     * endpoint names its own code (RFC 7591: `invalid_client_metadata`).
+     */
+    oauthErrors?: boolean | 'invalid_client_metadata'
     /** The MCP endpoint: a malformed request is a JSON-RPC parse error. */
     jsonRpcErrors?: boolean
+    /** Pages a person opens: a browser (Accept: text/html) gets the error as this page, with the same status. */
+    htmlErrors?: (e: ApiError) => { headers: Record<string, string>, body: string }
   }
 }
 
@@ -249,7 +264,10 @@ function toApiError (
     const detail = apiError.extra.details
       ?.map(d => `${d.location}${d.path === '/' ? '' : d.path} ${d.message}`)
       .join('; ')
-    return errors.oauthInvalidRequest(detail ? `${apiError.message} ${detail}.` : apiError.message)
+    const message = detail ? `${apiError.message} ${detail}.` : apiError.message
+    return request.routeOptions.config.oauthErrors === 'invalid_client_metadata'
+      ? errors.invalidClientMetadata(message)
+      : errors.oauthInvalidRequest(message)
   }
   return apiError
 }
@@ -320,6 +338,11 @@ export default fp(
       if (apiError.code === 'internal_error') request.log.error({ err }, 'request failed')
       // Also on the paths that skip the request hooks (a method the router has no table for).
       reply.header('x-request-id', request.id)
+      const html = request.routeOptions.config?.htmlErrors
+      if (html && wantsHtml(request)) {
+        const page = html(apiError)
+        return reply.code(apiError.statusCode).headers({ ...apiError.headers, ...page.headers }).send(page.body)
+      }
       return sendError(reply, apiError)
     })
     // Node answers an Expect other than 100-continue by itself, with an empty 417; this one is from the catalog.

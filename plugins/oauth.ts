@@ -1,9 +1,11 @@
 import type { Static } from '@sinclair/typebox'
 import fp from 'fastify-plugin'
 import { pkceChallenge, randomToken, sha256 } from '../lib/crypto.js'
+import { redirectUriMatches } from '../lib/redirect-uris.js'
 import type { App } from './apps.js'
 import type { SessionUser } from './auth/user-session.js'
-import { ACCESS_TOKEN_TTL_S } from './auth/tokens.js'
+import { ACCESS_TOKEN_TTL_S, knownResources } from './auth/tokens.js'
+import { ClientMetadataError } from './client-metadata.js'
 import type { Queryable } from './db/index.js'
 import { ApiError, errors } from './errors.js'
 import type { Install } from './installs.js'
@@ -25,8 +27,13 @@ export interface ConsentRequest {
   scopes: string[]
   state: string | undefined
   codeChallenge: string
+  /** The RFC 8707 resource asked for, as it was written; undefined: the public API. */
+  resource: string | undefined
   orgRefId: string
-  entityRefId: string
+  /** The entity the request named, if any: preselected on the page, required by the decision to allow. */
+  entityRefId: string | undefined
+  /** The entities the user may choose from: those of their session. */
+  entities: string[]
 }
 
 /** The outcome of an authorization request: the consent to ask for, or where to send the browser. */
@@ -40,6 +47,7 @@ interface CodeRow {
   install_id: string
   redirect_uri: string
   code_challenge: string
+  resource: string | null
   expired: boolean
   used_at: Date | null
 }
@@ -49,6 +57,7 @@ interface RefreshRow {
   install_id: string
   client_id: string
   code_hash: string
+  resource: string | null
   created_at: Date
   expired: boolean
   replaced_at: Date | null
@@ -66,10 +75,14 @@ declare module 'fastify' {
       decide(params: AuthorizeParams, user: SessionUser, allow: boolean): Promise<string>
       exchangeCode(
         client: App,
-        p: { code?: string, redirect_uri?: string, code_verifier?: string }
+        p: { code?: string, redirect_uri?: string, code_verifier?: string, resource?: string }
       ): Promise<TokenResponse>
       /** `elapsedMs`: how long ago the request arrived, which tells a racing duplicate from a retry. */
-      refresh(client: App, refreshToken: string | undefined, elapsedMs: number): Promise<TokenResponse>
+      refresh(
+        client: App,
+        p: { refresh_token?: string, resource?: string },
+        elapsedMs: number
+      ): Promise<TokenResponse>
       revoke(client: App, token: string): Promise<void>
     }
   }
@@ -87,11 +100,26 @@ export default fp(
     const { db } = app
     const issuer = app.config.publicBaseUrl
 
+    const resources = knownResources(app.config)
+    /** RFC 8707: the canonical form of a resource this server knows (a trailing slash is forgiven), or undefined. */
+    const knownResource = (r: string): string | undefined =>
+      [resources.publicApi, resources.mcp].find(k => r === k || r === `${k}/`)
+
+    async function clientOf (clientId: string | undefined): Promise<App | undefined> {
+      if (!clientId) return undefined
+      try {
+        return await app.apps.resolve(clientId)
+      } catch (err) {
+        if (err instanceof ClientMetadataError) throw errors.clientMetadataRefused(err.message)
+        throw err
+      }
+    }
+
     async function authorize (p: AuthorizeParams, user: SessionUser): Promise<AuthorizeOutcome> {
       // Until the client and its redirect URI are known to be right, errors are shown here, never redirected.
-      const client = p.client_id ? await app.apps.find(p.client_id) : undefined
+      const client = await clientOf(p.client_id)
       if (!client) throw errors.oauthInvalidRequest('Unknown client_id.')
-      if (!p.redirect_uri || !client.redirectUris.includes(p.redirect_uri)) {
+      if (!p.redirect_uri || !client.redirectUris.some(r => redirectUriMatches(r, p.redirect_uri!))) {
         throw errors.oauthInvalidRequest('redirect_uri is not registered for this app.')
       }
       const fail = (error: string, description: string): AuthorizeOutcome => ({
@@ -106,13 +134,16 @@ export default fp(
         return fail('invalid_request', 'code_challenge is required: 43 base64url characters (PKCE S256).')
       }
       if (p.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256.')
-      if (!p.org_ref_id || !p.entity_ref_id) {
-        return fail('invalid_request', 'org_ref_id and entity_ref_id are required.')
+      if (p.resource !== undefined && !knownResource(p.resource)) {
+        return fail('invalid_target', `resource must be ${resources.mcp} or ${resources.publicApi}.`)
       }
       const requested = p.scope === undefined ? client.scopes : p.scope.split(' ').filter(Boolean)
       const scopes = client.scopes.filter(s => requested.includes(s))
       if (scopes.length === 0) return fail('invalid_scope', 'None of the requested scopes is registered for this app.')
-      if (user.orgRefId !== p.org_ref_id || !user.entityRefIds.includes(p.entity_ref_id)) {
+      // The tenant: named by the request (the user must belong to it), or picked by the user among their entities.
+      if ((p.org_ref_id !== undefined && user.orgRefId !== p.org_ref_id) ||
+          (p.entity_ref_id !== undefined && !user.entityRefIds.includes(p.entity_ref_id)) ||
+          user.entityRefIds.length === 0) {
         throw errors.notMemberOfTenant()
       }
 
@@ -123,8 +154,10 @@ export default fp(
           scopes,
           state: p.state,
           codeChallenge: p.code_challenge,
-          orgRefId: p.org_ref_id,
-          entityRefId: p.entity_ref_id
+          resource: p.resource,
+          orgRefId: user.orgRefId,
+          entityRefId: p.entity_ref_id,
+          entities: user.entityRefIds
         }
       }
     }
@@ -133,17 +166,18 @@ export default fp(
     async function issueTokens (
       q: Queryable,
       install: Install,
-      codeHash: string
+      codeHash: string,
+      resource: string | null
     ): Promise<TokenResponse & { hash: string }> {
       const refreshToken = randomToken('mrt_')
       const hash = sha256(refreshToken)
       const [{ issued_ms: issuedMs }] = (await q.query<{ issued_ms: number }>(
-        `insert into refresh_tokens (token_hash, install_id, client_id, code_hash, created_at, expires_at)
-       values ($1, $2, $3, $4, clock_timestamp(), clock_timestamp() + make_interval(secs => $5))
+        `insert into refresh_tokens (token_hash, install_id, client_id, code_hash, resource, created_at, expires_at)
+       values ($1, $2, $3, $4, $5, clock_timestamp(), clock_timestamp() + make_interval(secs => $6))
        returning (extract(epoch from created_at) * 1000)::float8 as issued_ms`,
-        [hash, install.installId, install.clientId, codeHash, REFRESH_TTL_S]
+        [hash, install.installId, install.clientId, codeHash, resource, REFRESH_TTL_S]
       )) as [{ issued_ms: number }]
-      const accessToken = app.accessTokens.issue(install, Math.floor(issuedMs))
+      const accessToken = app.accessTokens.issue(install, Math.floor(issuedMs), resource)
       return {
         hash,
         access_token: accessToken,
@@ -175,6 +209,21 @@ export default fp(
 
     const tokenResponse = ({ hash: _hash, ...response }: TokenResponse & { hash: string }): TokenResponse => response
 
+    /**
+     * RFC 8707 at the token endpoint: no `resource` keeps the grant's; one that names another resource than the
+     * grant's, or one this server does not know, is `invalid_target`.
+     */
+    function tokenResource (granted: string | null, asked: string | undefined): string | null | ApiError {
+      if (asked === undefined) return granted
+      const known = knownResource(asked)
+      if (!known || (granted !== null && known !== granted)) {
+        return errors.oauthInvalidTarget(granted === null
+          ? `resource must be ${resources.mcp} or ${resources.publicApi}.`
+          : `resource must be ${granted}, the resource this grant was made for.`)
+      }
+      return known
+    }
+
     app.decorate('oauth', {
       authorize,
 
@@ -182,6 +231,7 @@ export default fp(
         const outcome = await authorize(p, user)
         if ('redirect' in outcome) return outcome.redirect
         const c = outcome.consent
+        if (allow && c.entityRefId === undefined) throw errors.oauthInvalidRequest('Choose an entity to install into.')
         if (!allow) {
           return redirectTo(c.redirectUri, {
             error: 'access_denied',
@@ -196,7 +246,7 @@ export default fp(
             {
               clientId: c.app.clientId,
               orgRefId: c.orgRefId,
-              entityRefId: c.entityRefId,
+              entityRefId: c.entityRefId!,
               scopes: c.scopes,
               userSub: user.sub
             },
@@ -204,15 +254,19 @@ export default fp(
           )
           await q.query(
             `insert into authorization_codes
-               (code_hash, client_id, install_id, redirect_uri, code_challenge, scopes, expires_at)
-             values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
-            [sha256(code), c.app.clientId, install.installId, c.redirectUri, c.codeChallenge, c.scopes, CODE_TTL_S]
+               (code_hash, client_id, install_id, redirect_uri, code_challenge, scopes, resource, expires_at)
+             values ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8))`,
+            [sha256(code), c.app.clientId, install.installId, c.redirectUri, c.codeChallenge, c.scopes,
+              c.resource === undefined ? null : knownResource(c.resource), CODE_TTL_S]
           )
         })
         return redirectTo(c.redirectUri, { code, state: c.state, iss: issuer })
       },
 
-      async exchangeCode (client: App, p: { code?: string, redirect_uri?: string, code_verifier?: string }) {
+      async exchangeCode (
+        client: App,
+        p: { code?: string, redirect_uri?: string, code_verifier?: string, resource?: string }
+      ) {
         if (!p.code || !p.redirect_uri || !p.code_verifier) {
           throw errors.oauthInvalidRequest('code, redirect_uri and code_verifier are required.')
         }
@@ -224,7 +278,8 @@ export default fp(
         // Failures return rather than throw, so that a replayed code's revocation commits.
         const result = await db.tx(async (q): Promise<TokenResponse | ApiError> => {
           const [code] = await q.query<CodeRow>(
-            `select client_id, install_id, redirect_uri, code_challenge, expires_at <= now() as expired, used_at,
+            `select client_id, install_id, redirect_uri, code_challenge, resource, expires_at <= now() as expired,
+                    used_at,
                   expires_at - make_interval(secs => $2) as created_at
              from authorization_codes where code_hash = $1 for update`,
             [codeHash, CODE_TTL_S]
@@ -249,16 +304,19 @@ export default fp(
           if (pkceChallenge(verifier) !== code.code_challenge) {
             return errors.oauthInvalidGrant('code_verifier does not match the code_challenge.')
           }
+          const resource = tokenResource(code.resource, p.resource)
+          if (resource instanceof ApiError) return resource
           await q.query('update authorization_codes set used_at = now() where code_hash = $1', [codeHash])
           const install = await app.installs.find(code.install_id, q)
           if (install?.status !== 'active') return errors.oauthInvalidGrant('The install is no longer active.')
-          return tokenResponse(await issueTokens(q, install, codeHash))
+          return tokenResponse(await issueTokens(q, install, codeHash, resource))
         })
         if (result instanceof ApiError) throw result
         return result
       },
 
-      async refresh (client: App, refreshToken: string | undefined, elapsedMs: number) {
+      async refresh (client: App, p: { refresh_token?: string, resource?: string }, elapsedMs: number) {
+        const refreshToken = p.refresh_token
         if (!refreshToken) throw errors.oauthInvalidRequest('refresh_token is required.')
         const hash = sha256(refreshToken)
         const invalid = errors.oauthInvalidGrant('The refresh token is invalid, expired or revoked.')
@@ -271,7 +329,7 @@ export default fp(
             [elapsedMs / 1000]
           )) as [{ arrived: Date }]
           const [t] = await q.query<RefreshRow>(
-            `select token_hash, install_id, client_id, code_hash, created_at, expires_at <= now() as expired,
+            `select token_hash, install_id, client_id, code_hash, resource, created_at, expires_at <= now() as expired,
                     replaced_at, replaced_by, revoked_at, revoked_reason
                from refresh_tokens where token_hash = $1 for update`,
             [hash]
@@ -299,6 +357,8 @@ export default fp(
           }
           const install = await app.installs.find(t.install_id, q)
           if (install?.status !== 'active') return invalid
+          const resource = tokenResource(t.resource, p.resource)
+          if (resource instanceof ApiError) return resource
           if (t.replaced_by) {
             // A retry within the grace window: the successor was never used, so it is replaced in turn.
             await q.query(
@@ -307,7 +367,7 @@ export default fp(
               [t.replaced_by]
             )
           }
-          const issued = await issueTokens(q, install, t.code_hash)
+          const issued = await issueTokens(q, install, t.code_hash, resource)
           await q.query(
             `update refresh_tokens set replaced_at = coalesce(replaced_at, now()), replaced_by = $2
               where token_hash = $1`,

@@ -15,7 +15,9 @@ export const NewAppBody = Type.Object(
       maxItems: 10,
       description: 'Absolute https URLs.'
     }),
-    scopes: Type.Array(Scope, { minItems: 1, maxItems: 50 })
+    scopes: Type.Array(Scope, { minItems: 1, maxItems: 50 }),
+    publisher: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Who makes the app.' })),
+    website_url: Type.Optional(Type.String({ maxLength: 2048, pattern: '^https://', description: 'An https URL.' }))
   },
   { additionalProperties: false }
 )
@@ -28,6 +30,8 @@ const AppFields = {
   name: Type.String(),
   redirect_uris: Type.Array(Type.String()),
   scopes: Type.Array(Type.String()),
+  publisher: Type.Optional(Type.String()),
+  website_url: Type.Optional(Type.String()),
   created_at: Type.String({ format: 'date-time' })
 }
 

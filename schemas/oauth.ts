@@ -14,8 +14,9 @@ export const AuthorizeQuery = Type.Object({
   state: Str('Opaque value returned unchanged on the redirect.'),
   code_challenge: Str('PKCE: BASE64URL(SHA256(code_verifier)).'),
   code_challenge_method: Str('S256.'),
-  org_ref_id: Str('Organisation to install into.'),
-  entity_ref_id: Str('Entity to install into.')
+  resource: Str('RFC 8707: the MCP endpoint\'s URL or the public API base URL; default: the public API.'),
+  org_ref_id: Str('Organisation to install into; default: the signed-in user\'s.'),
+  entity_ref_id: Str('Entity to install into; without it the user picks one on the page.')
 })
 
 export const AuthorizeDecision = Type.Object({
@@ -29,6 +30,7 @@ export const TokenRequest = Type.Object({
   redirect_uri: Str('authorization_code grant: the redirect_uri of the authorization request.'),
   code_verifier: Str('authorization_code grant: the PKCE verifier.'),
   refresh_token: Str('refresh_token grant.'),
+  resource: Str('RFC 8707: the resource of the grant (optional; another one is invalid_target).'),
   scope: Str('Ignored: the install\'s granted scopes are always returned.'),
   client_id: Str('Client authentication in the body (or use HTTP Basic).'),
   client_secret: Str('Client authentication in the body (or use HTTP Basic).')
@@ -49,3 +51,39 @@ export const RevokeRequest = Type.Object({
   client_id: Str('Client authentication in the body (or use HTTP Basic).'),
   client_secret: Str('Client authentication in the body (or use HTTP Basic).')
 })
+
+const Uri = Type.String({ maxLength: 2048 })
+const AuthMethod = Type.Unsafe<'none' | 'client_secret_basic' | 'client_secret_post'>({
+  type: 'string',
+  enum: ['none', 'client_secret_basic', 'client_secret_post'],
+  description: 'none: a public client (PKCE only). Default client_secret_basic (RFC 7591 2).'
+})
+
+/** RFC 7591 2: client metadata. Fields this server does not use are accepted and ignored, as the RFC asks. */
+export const RegistrationRequest = Type.Object({
+  redirect_uris: Type.Array(Uri, {
+    minItems: 1,
+    maxItems: 10,
+    description: 'https URLs, loopback http URLs on any port (RFC 8252 7.3), or private-use schemes such as cursor://.'
+  }),
+  client_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  client_uri: Type.Optional(Type.String({ maxLength: 2048, pattern: '^https://', description: 'An https URL.' })),
+  token_endpoint_auth_method: Type.Optional(AuthMethod),
+  grant_types: Type.Optional(Type.Array(Type.String(), { maxItems: 10 })),
+  response_types: Type.Optional(Type.Array(Type.String(), { maxItems: 10 })),
+  scope: Type.Optional(Type.String({ maxLength: 2048, description: 'Space-separated; default: the wired scopes.' }))
+}, { additionalProperties: true })
+
+export const RegistrationResponse = Type.Object({
+  client_id: Type.String(),
+  client_secret: Type.Optional(Type.String({ description: 'Confidential clients only, shown once.' })),
+  client_id_issued_at: Type.Integer(),
+  client_secret_expires_at: Type.Optional(Type.Integer({ description: '0: the secret does not expire.' })),
+  client_name: Type.String(),
+  client_uri: Type.Optional(Type.String()),
+  redirect_uris: Type.Array(Type.String()),
+  token_endpoint_auth_method: AuthMethod,
+  grant_types: Type.Array(Type.String()),
+  response_types: Type.Array(Type.String()),
+  scope: Type.String()
+}, { additionalProperties: false })

@@ -98,7 +98,7 @@ t.test('authorization request', async t => {
       [{ code_challenge: 'short' }, 'invalid_request'],
       [{ code_challenge_method: 'plain' }, 'invalid_request'],
       [{ code_challenge_method: undefined }, 'invalid_request'],
-      [{ entity_ref_id: undefined }, 'invalid_request'],
+      [{ resource: 'https://evil.example/other' }, 'invalid_target'],
       [{ response_type: 'token' }, 'unsupported_response_type'],
       [{ scope: 'customers:read' }, 'invalid_scope']
     ]

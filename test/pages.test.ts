@@ -155,12 +155,12 @@ async function openConsent (
   const heading = page.getByRole('heading', { level: 1 })
   t.equal(
     await heading.innerText(),
-    `${APP_NAME} wants access to entity ${s.entityRefId}`,
-    'the heading shows the name as text and the entity'
+    `${APP_NAME} wants access to your accounting data`,
+    'the heading shows the name as text'
   )
   t.equal(await page.locator('h1 strong').first().innerText(), APP_NAME)
   t.equal(await page.locator('img').count(), 0, 'the name created no img element')
-  t.equal(await page.getByText(s.entityRefId, { exact: true }).count(), 1, 'the entity id is shown')
+  t.ok(await page.getByRole('radio', { name: s.entityRefId }).isChecked(), 'the named entity is preselected')
   t.ok(await page.getByText(s.orgRefId, { exact: true }).isVisible(), 'the organisation is shown')
   for (const words of ['Read your invoices', 'Read your bills']) {
     t.ok(await page.getByRole('listitem').filter({ hasText: words }).isVisible(), `scope in plain words: ${words}`)
@@ -272,7 +272,8 @@ t.test('a form post from another origin is refused and the app never gets a code
     await page.goto(`http://127.0.0.1:${evilPort}/`)
     const res = await decision
     t.equal(res.status(), 403)
-    t.same(await res.json(), { error: 'forbidden', message: 'Cross-site form submissions are not accepted.' })
+    t.match(res.headers()['content-type'], /^text\/html/, 'a page for the person, not JSON')
+    t.match(await res.text(), 'Cross-site form submissions are not accepted.')
     await page.waitForLoadState()
     t.equal(page.url(), `${s.origin}/oauth/authorize`, 'the browser stayed on the refusal')
     t.same(appRequests, [], 'no request reached the app')
@@ -288,7 +289,7 @@ t.test('a form post from another origin is refused and the app never gets a code
     await page.goto(`http://localhost:${evilPort}/`)
     const res = await decision
     t.ok([401, 403].includes(res.status()), `refused (${res.status()})`)
-    t.match(await res.json(), { error: res.status() === 401 ? 'invalid_token' : 'forbidden' })
+    t.match(await res.text(), res.status() === 401 ? 'invalid_token' : 'forbidden')
     await page.waitForLoadState()
     t.same(appRequests, [], 'no request reached the app')
   })

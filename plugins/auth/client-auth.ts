@@ -1,12 +1,16 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import type { App } from '../apps.js'
+import { ClientMetadataError } from '../client-metadata.js'
 import { errors } from '../errors.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     clientAuth: {
-      /** RFC 6749 2.3.1: HTTP Basic or client_id/client_secret in the body, never both. Throws the catalog error. */
+      /**
+       * RFC 6749 2.3.1: HTTP Basic or client_id/client_secret in the body, never both; or a public client's
+       * client_id alone (RFC 6749 2.1, its PKCE is checked by the grant). Throws the catalog error.
+       */
       authenticate(request: FastifyRequest): Promise<App>
     }
   }
@@ -18,6 +22,23 @@ const formDecode = (s: string): string => decodeURIComponent(s.replace(/\+/g, ' 
 /** Client credentials (an app's API key) at the token and revocation endpoints. */
 export default fp(
   async app => {
+    async function publicClient (clientId: string): Promise<App> {
+      let client: App | undefined
+      try {
+        client = await app.apps.resolve(clientId)
+      } catch (err) {
+        if (err instanceof ClientMetadataError) throw errors.oauthInvalidClient(err.message)
+        throw err
+      }
+      if (client?.clientType !== 'public') {
+        throw errors.oauthInvalidClient(
+          'Client authentication is required: HTTP Basic, or client_id and client_secret.'
+        )
+      }
+      if (!client.apiKeyEnabled) throw errors.oauthInvalidClient("The app's API key is disabled.")
+      return client
+    }
+
     app.decorate('clientAuth', {
       async authenticate (request: FastifyRequest): Promise<App> {
         const body = (request.body ?? {}) as { client_id?: unknown, client_secret?: unknown }
@@ -44,6 +65,8 @@ export default fp(
         } else if (typeof body.client_id === 'string' && typeof body.client_secret === 'string') {
           clientId = body.client_id
           secret = body.client_secret
+        } else if (typeof body.client_id === 'string' && body.client_secret === undefined) {
+          return publicClient(body.client_id)
         } else {
           throw errors.oauthInvalidClient(
             'Client authentication is required: HTTP Basic, or client_id and client_secret.'

@@ -5,6 +5,7 @@ import { NoInput } from '../../schemas/mcp.js'
 import { errors } from '../errors.js'
 import { READ_ONLY } from '../mcp/registry.js'
 import type { Principal } from './access-state.js'
+import type { TokenSurface } from './tokens.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -14,7 +15,7 @@ declare module 'fastify' {
        * header value: a Bearer credential, a valid token, its install and app as the database holds them now, a key
        * that was not disabled after the token was issued, an active install.
        */
-      authenticate(authorization: string | undefined): Promise<Principal>
+      authenticate(authorization: string | undefined, surface?: TokenSurface): Promise<Principal>
       /** Who the principal is, as `GET /public/v1/me` and the `whoami` tool answer it. */
       identity(p: Principal): Static<typeof Identity>
     }
@@ -43,12 +44,12 @@ function identity (p: Principal): Static<typeof Identity> {
 export default fp(async (app) => {
   app.decorateRequest('principal', null)
   app.decorate('publicAuth', {
-    async authenticate (authorization: string | undefined): Promise<Principal> {
+    async authenticate (authorization: string | undefined, surface: TokenSurface = 'public'): Promise<Principal> {
       // Row 1 is a missing Bearer credential; a Bearer credential that is malformed is row 2.
       const token = authorization?.match(BEARER_SCHEME)?.[1]?.trim()
       if (!token) throw errors.missingBearer()
       if (!B64TOKEN.test(token)) throw errors.invalidAccessToken()
-      const claims = app.accessTokens.verify(token)
+      const claims = app.accessTokens.verify(token, surface)
       const state = await app.accessState.get(claims.sub)
       if (!state || state.clientId !== claims.client_id || state.orgRefId !== claims.org_ref_id ||
           state.entityRefId !== claims.entity_ref_id) {

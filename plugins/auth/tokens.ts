@@ -12,7 +12,8 @@ const MAX_CLOCK_SKEW_MS = 60_000
 /** Claims of a marketplace access token (RFC 9068 profile; the rules are in docs/rules.md#access-tokens). */
 export interface AccessClaims {
   iss: string
-  aud: string
+  /** `marketplace_app`, and the MCP endpoint's URL when the token was requested for it (RFC 8707). */
+  aud: string | string[]
   sub: string
   client_id: string
   org_ref_id: string
@@ -44,9 +45,10 @@ declare module 'fastify' {
        * `issuedAtMs` comes from the database clock, the same clock that stamps a key disable, so that
        * "issued before the last disable" is decided without clock skew between instances.
        */
-      issue(subject: TokenSubject, issuedAtMs: number): string
+      /** `resource`: the RFC 8707 resource the grant was made for; the MCP endpoint's URL joins the audience. */
+      issue(subject: TokenSubject, issuedAtMs: number, resource?: string | null): string
       /** Steps 2 and 3 of docs/rules.md#public-request-pipeline: throws the catalog error, or returns the claims. */
-      verify(token: string): VerifiedClaims
+      verify(token: string, surface?: TokenSurface): VerifiedClaims
     }
   }
 }
@@ -60,10 +62,19 @@ function thumbprint (jwk: { e?: string, kty?: string, n?: string }): string {
 
 const isString = (v: unknown): v is string => typeof v === 'string' && v.length > 0
 
+/** The resources (RFC 8707) this server issues tokens for: the public API and the MCP endpoint. */
+export function knownResources (config: { publicBaseUrl: string, mcpBaseUrl: string }) {
+  return { publicApi: `${config.publicBaseUrl}/public/v1`, mcp: `${config.mcpBaseUrl}/mcp` }
+}
+
+/** Where a token may be used: `/public/v1` takes `marketplace_app`; `/mcp` also its own URL as audience. */
+export type TokenSurface = 'public' | 'mcp'
+
 /** Signs and verifies marketplace access tokens: RS256 only, `typ` at+jwt, pinned `aud` and `iss`. */
 export default fp(
   async app => {
     const { tokenSigningKey, publicBaseUrl, accessTokenMaxLifetime } = app.config
+    const mcpResource = knownResources(app.config).mcp
     const publicJwk = createPublicKey(tokenSigningKey).export({ format: 'jwk' })
     const kid = thumbprint(publicJwk)
     const publicPem = createPublicKey(tokenSigningKey).export({ format: 'pem', type: 'spki' }).toString()
@@ -75,12 +86,12 @@ export default fp(
         algorithm: 'RS256',
         kid,
         header: { alg: 'RS256', typ: ACCESS_TOKEN_TYPE },
-        iss: publicBaseUrl,
-        aud: ACCESS_TOKEN_AUDIENCE
+        iss: publicBaseUrl
       },
       verify: {
         algorithms: ['RS256'],
-        allowedAud: ACCESS_TOKEN_AUDIENCE,
+        // Any of these; which one a surface needs is checked in verify() below.
+        allowedAud: [ACCESS_TOKEN_AUDIENCE, mcpResource],
         allowedIss: publicBaseUrl,
         requiredClaims: ['iss', 'aud', 'sub', 'exp', 'iat'],
         // Expiry is checked below, after audience and issuer, so that the pipeline's rows keep their order.
@@ -95,9 +106,10 @@ export default fp(
     app.decorate('accessTokens', {
       kid,
       jwks: { keys: [{ ...publicJwk, kid, use: 'sig', alg: 'RS256' }] },
-      issue (s: TokenSubject, issuedAtMs: number) {
+      issue (s: TokenSubject, issuedAtMs: number, resource?: string | null) {
         const iat = Math.floor(issuedAtMs / 1000)
         return jwt.sign({
+          aud: resource === mcpResource ? [ACCESS_TOKEN_AUDIENCE, mcpResource] : ACCESS_TOKEN_AUDIENCE,
           sub: s.installId,
           client_id: s.clientId,
           org_ref_id: s.orgRefId,
@@ -108,7 +120,7 @@ export default fp(
           jti: uuidv7(issuedAtMs)
         })
       },
-      verify (token: string): VerifiedClaims {
+      verify (token: string, surface: TokenSurface = 'public'): VerifiedClaims {
         let decoded: { header: { typ?: unknown, kid?: unknown }, payload: Record<string, unknown> }
         try {
           decoded = jwt.verify(token)
@@ -116,8 +128,11 @@ export default fp(
           throw errors.invalidAccessToken()
         }
         const { header, payload: c } = decoded
+        const aud = Array.isArray(c.aud) ? c.aud : [c.aud]
         if (
           header.typ !== ACCESS_TOKEN_TYPE ||
+          // The seed's "same token" works everywhere; a token only for the MCP endpoint works only there.
+          !(aud.includes(ACCESS_TOKEN_AUDIENCE) || (surface === 'mcp' && aud.includes(mcpResource))) ||
           header.kid !== kid ||
           !isString(c.sub) ||
           !isString(c.client_id) ||

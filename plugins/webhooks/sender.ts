@@ -1,10 +1,7 @@
-import { readFileSync } from 'node:fs'
-import { isIP } from 'node:net'
-import { createSecureContext, rootCertificates } from 'node:tls'
-import { Agent, request } from 'undici'
+import { type Agent, request } from 'undici'
 import { VERSION } from '../../lib/root.js'
 import { serviceSignature, standardSignature } from './signing.js'
-import { guardedLookup, isBlockedAddress } from './target-guard.js'
+import { guardedAgent, refusedLiteral } from './target-guard.js'
 
 export const CONNECT_TIMEOUT_MS = 5_000
 export const TOTAL_TIMEOUT_MS = 15_000
@@ -42,19 +39,9 @@ export class Sender {
   private readonly agent: Agent
 
   constructor (private readonly opts: { allowPrivate: boolean, caFile: string | undefined, connections: number }) {
-    // One TLS context for every connection: passing `ca` would make Node build one per connection from ~150
-    // certificates, about 20 ms of blocked event loop each (bench/webhooks.ts profile).
-    const secureContext = opts.caFile
-      ? createSecureContext({ ca: [...rootCertificates, readFileSync(opts.caFile, 'utf8')] })
-      : undefined
-    this.agent = new Agent({
-      connect: {
-        timeout: CONNECT_TIMEOUT_MS,
-        lookup: guardedLookup(opts.allowPrivate),
-        ...(secureContext ? { secureContext } : {})
-      },
-      headersTimeout: TOTAL_TIMEOUT_MS,
-      bodyTimeout: TOTAL_TIMEOUT_MS,
+    this.agent = guardedAgent(opts, {
+      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      responseTimeoutMs: TOTAL_TIMEOUT_MS,
       connections: opts.connections
     })
   }
@@ -66,9 +53,7 @@ export class Sender {
       durationMs: Math.round(performance.now() - started)
     })
     const url = new URL(a.targetUrl)
-    const host = url.hostname.replace(/^\[|\]$/g, '')
-    // Literal addresses never reach the lookup, so they are checked here.
-    if (url.protocol !== 'https:' || (isIP(host) && !this.opts.allowPrivate && isBlockedAddress(host))) {
+    if (refusedLiteral(url, this.opts.allowPrivate)) {
       return done({
         status: 0,
         responseBody: null,

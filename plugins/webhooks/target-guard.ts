@@ -1,5 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns'
+import { readFileSync } from 'node:fs'
 import { BlockList, isIP } from 'node:net'
+import { createSecureContext, rootCertificates } from 'node:tls'
+import { Agent } from 'undici'
 
 const MAX_URL_LENGTH = 2048
 const DNS_TIMEOUT_MS = 2_000
@@ -155,4 +158,42 @@ export function guardedLookup (allowPrivate: boolean) {
       callback(null, chosen.address, chosen.family)
     })
   }
+}
+
+/** Where the service may fetch from: private targets only when allowed, and one extra CA when configured. */
+export interface OutboundPolicy {
+  allowPrivate: boolean
+  caFile: string | undefined
+}
+
+/**
+ * The one client for URLs that third parties name (webhook targets, client metadata documents): every socket is
+ * opened to an address `guardedLookup` approved, with bounded waits. Literal IP addresses never reach a lookup:
+ * check them with `refusedLiteral` first.
+ */
+export function guardedAgent (
+  policy: OutboundPolicy,
+  limits: { connectTimeoutMs: number, responseTimeoutMs: number, connections: number }
+): Agent {
+  // One TLS context for every connection: passing `ca` would make Node build one per connection from ~150
+  // certificates, about 20 ms of blocked event loop each (bench/webhooks.ts profile).
+  const secureContext = policy.caFile
+    ? createSecureContext({ ca: [...rootCertificates, readFileSync(policy.caFile, 'utf8')] })
+    : undefined
+  return new Agent({
+    connect: {
+      timeout: limits.connectTimeoutMs,
+      lookup: guardedLookup(policy.allowPrivate),
+      ...(secureContext ? { secureContext } : {})
+    },
+    headersTimeout: limits.responseTimeoutMs,
+    bodyTimeout: limits.responseTimeoutMs,
+    connections: limits.connections
+  })
+}
+
+/** True when the URL is not https, or names a blocked IP address literally (which no lookup would see). */
+export function refusedLiteral (url: URL, allowPrivate: boolean): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, '')
+  return url.protocol !== 'https:' || (isIP(host) !== 0 && !allowPrivate && isBlockedAddress(host))
 }

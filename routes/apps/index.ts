@@ -10,6 +10,8 @@ const view = (a: App) => ({
   name: a.name,
   redirect_uris: a.redirectUris,
   scopes: a.scopes,
+  ...(a.publisher === null ? {} : { publisher: a.publisher }),
+  ...(a.websiteUrl === null ? {} : { website_url: a.websiteUrl }),
   created_at: a.createdAt.toISOString()
 })
 
@@ -24,8 +26,9 @@ const apps: FastifyPluginAsyncTypebox = async app => {
       schema: { tags, body: NewAppBody, response: { 201: CreatedApp, ...errorResponses(400, 401, 409, 413, 415, 503) } }
     },
     async (request, reply) => {
-      const { slug, name, redirect_uris: redirectUris, scopes } = request.body
-      const created = await app.apps.register(request.sessionUser!.sub, { slug, name, redirectUris, scopes })
+      const { slug, name, redirect_uris: redirectUris, scopes, publisher, website_url: websiteUrl } = request.body
+      const created = await app.apps.register(request.sessionUser!.sub,
+        { slug, name, redirectUris, scopes, publisher, websiteUrl })
       return reply.code(201).send({ ...view(created.app), client_secret: created.clientSecret })
     }
   )

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { VERSION } from '../../lib/root.js'
-import { KNOWN_SCOPES, WIRED_SCOPES } from '../../lib/scopes.js'
+import { WIRED_SCOPES } from '../../lib/scopes.js'
 import { PROTOCOL_REVISION, SERVER_NAME } from '../../plugins/mcp/index.js'
 import { describeTool } from '../../plugins/mcp/registry.js'
 import { Catalog } from '../../schemas/mcp.js'
@@ -67,10 +67,16 @@ const catalog: FastifyPluginAsyncTypebox = async app => {
     response_types_supported: ['code'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
     code_challenge_methods_supported: ['S256'],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-    scopes_supported: Object.keys(KNOWN_SCOPES),
-    authorization_response_iss_parameter_supported: true
+    registration_endpoint: `${publicBaseUrl}/oauth/register`,
+    // A client_id may be the https URL of the client's metadata document (plugins/client-metadata.ts).
+    client_id_metadata_document_supported: true,
+    // `none`: public clients (Dynamic Client Registration with no secret, metadata documents), PKCE only.
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    // As in the protected resource metadata: what clients ask for when they do not know better.
+    scopes_supported: Object.keys(WIRED_SCOPES),
+    authorization_response_iss_parameter_supported: true,
+    service_documentation: `${publicBaseUrl}/docs`
   }))
 }
 

@@ -67,7 +67,7 @@ const mcp: FastifyPluginAsyncTypebox = async app => {
   async function principalOf (request: FastifyRequest): Promise<Principal | null> {
     if (request.headers.authorization === undefined && mcpAllowAnonymous) return null
     try {
-      return await app.publicAuth.authenticate(request.headers.authorization)
+      return await app.publicAuth.authenticate(request.headers.authorization, 'mcp')
     } catch (err) {
       if (err instanceof ApiError && err.statusCode === 401) throw errors.mcpUnauthorized(err, resourceMetadata, scope)
       throw err

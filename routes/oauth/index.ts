@@ -1,10 +1,33 @@
 import formbody from '@fastify/formbody'
+import rateLimit from '@fastify/rate-limit'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyRequest } from 'fastify'
-import { errors } from '../../plugins/errors.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { App } from '../../plugins/apps.js'
+import { ApiError, errors, wantsHtml } from '../../plugins/errors.js'
 import { errorResponses } from '../../schemas/errors.js'
-import { AuthorizeDecision, AuthorizeQuery, RevokeRequest, TokenRequest, TokenResponse } from '../../schemas/oauth.js'
-import { consentHeaders, renderConsent } from './consent-page.js'
+import {
+  AuthorizeDecision, AuthorizeQuery, RegistrationRequest, RegistrationResponse, RevokeRequest, TokenRequest,
+  TokenResponse
+} from '../../schemas/oauth.js'
+import { consentHeaders, renderConsent, renderErrorPage } from './consent-page.js'
+
+const GRANT_TYPES = ['authorization_code', 'refresh_token']
+
+/** RFC 7591 3.2.1: the client as registered. */
+function registered (a: App, authMethod: string, clientSecret: string | undefined) {
+  return {
+    client_id: a.clientId,
+    ...(clientSecret === undefined ? {} : { client_secret: clientSecret, client_secret_expires_at: 0 }),
+    client_id_issued_at: Math.floor(a.createdAt.getTime() / 1000),
+    client_name: a.name,
+    ...(a.websiteUrl === null ? {} : { client_uri: a.websiteUrl }),
+    redirect_uris: a.redirectUris,
+    token_endpoint_auth_method: authMethod as 'none',
+    grant_types: GRANT_TYPES,
+    response_types: ['code'],
+    scope: a.scopes.join(' ')
+  }
+}
 
 /**
  * A browser's cross-site form post carries the user's cookie; refuse it (CSRF). Clients that send the session
@@ -23,20 +46,39 @@ function refuseCrossSite (request: FastifyRequest, ownOrigin: string): void {
 /** The OAuth endpoints (docs/rules.md#oauth-install-flow): consent, token, revocation, and the signing keys. */
 const oauth: FastifyPluginAsyncTypebox = async app => {
   await app.register(formbody)
-  const ownOrigin = new URL(app.config.publicBaseUrl).origin
+  const { publicBaseUrl, loginUrl, registrationRateLimit } = app.config
+  const ownOrigin = new URL(publicBaseUrl).origin
   const tags = ['oauth']
+
+  /**
+   * The consent page needs a signed-in user. A browser without a session goes to the accounting system's sign-in
+   * page when LOGIN_URL is set, with a `return_to` that brings it back here; otherwise it gets a page that says so.
+   */
+  async function requireUserOrSignIn (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    try {
+      request.sessionUser = app.userSessions.authenticate(request)
+    } catch (err) {
+      if (!(loginUrl && err instanceof ApiError && err.statusCode === 401 && wantsHtml(request))) throw err
+      const to = new URL(loginUrl)
+      to.searchParams.set('return_to', `${publicBaseUrl}${request.url}`)
+      return reply.redirect(to.toString(), 302)
+    }
+  }
+  // The pages' errors are pages too, for the person in front of them; programs still get JSON.
+  const htmlErrors = (e: ApiError) => renderErrorPage(e)
 
   app.get(
     '/oauth/authorize',
     {
-      onRequest: app.userSessions.requireUser,
+      onRequest: requireUserOrSignIn,
+      config: { htmlErrors },
       schema: {
         tags,
         summary: 'Consent page (browser, signed-in user)',
         querystring: AuthorizeQuery,
         response: {
           200: { type: 'string', description: 'HTML consent page' },
-          302: { type: 'null', description: 'Back to redirect_uri with an error' },
+          302: { type: 'null', description: 'Back to redirect_uri with an error, or to LOGIN_URL to sign in' },
           ...errorResponses(400, 401, 403, 503)
         }
       }
@@ -52,6 +94,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
     '/oauth/authorize',
     {
       onRequest: app.userSessions.requireUser,
+      config: { htmlErrors },
       schema: {
         tags,
         summary: "The user's decision (form or JSON)",
@@ -90,7 +133,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
         case 'authorization_code':
           return app.oauth.exchangeCode(client, body)
         case 'refresh_token':
-          return app.oauth.refresh(client, body.refresh_token, reply.elapsedTime)
+          return app.oauth.refresh(client, body, reply.elapsedTime)
         default:
           throw errors.oauthUnsupportedGrantType()
       }
@@ -116,6 +159,61 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
       const client = await app.clientAuth.authenticate(request)
       await app.oauth.revoke(client, request.body.token)
       return reply.code(200).send()
+    }
+  )
+
+  // Dynamic Client Registration (RFC 7591): what MCP clients do when they meet a server for the first time.
+  await app.register(rateLimit, {
+    global: false,
+    redis: app.redis ?? undefined,
+    nameSpace: 'mg-register-rl-',
+    skipOnError: true,
+    allowList: () => app.redisBypassed()
+  })
+  const perIp = app.createRateLimit({
+    max: registrationRateLimit,
+    timeWindow: 60_000,
+    keyGenerator: r => `ip:${r.ip}`
+  })
+  app.post(
+    '/oauth/register',
+    {
+      config: { oauthErrors: 'invalid_client_metadata' },
+      async onRequest (request) {
+        const verdict = await perIp(request)
+        if (!verdict.isAllowed && verdict.isExceeded) throw errors.rateLimited(verdict.ttlInSeconds)
+      },
+      schema: {
+        tags,
+        summary: 'Register a client (RFC 7591)',
+        body: RegistrationRequest,
+        response: {
+          201: RegistrationResponse,
+          200: { ...RegistrationResponse, description: 'An identical public client was registered before: that one' },
+          ...errorResponses(400, 413, 415, 429, 503)
+        }
+      }
+    },
+    async (request, reply) => {
+      const b = request.body
+      if (b.grant_types && (b.grant_types.some(g => !GRANT_TYPES.includes(g)) ||
+          !b.grant_types.includes('authorization_code'))) {
+        throw errors.invalidClientMetadata(
+          'grant_types may hold authorization_code and refresh_token, and must hold authorization_code.')
+      }
+      if (b.response_types?.some(r => r !== 'code')) {
+        throw errors.invalidClientMetadata('response_types must be ["code"].')
+      }
+      const authMethod = b.token_endpoint_auth_method ?? 'client_secret_basic'
+      const { app: client, clientSecret, existing } = await app.apps.registerDynamic({
+        name: b.client_name,
+        websiteUrl: b.client_uri,
+        redirectUris: b.redirect_uris,
+        scope: b.scope,
+        authMethod
+      })
+      reply.cacheControl('no-store').header('pragma', 'no-cache')
+      return reply.code(existing ? 200 : 201).send(registered(client, authMethod, clientSecret))
     }
   )
 
