@@ -1,46 +1,16 @@
 // Real-browser checks of the two HTML pages (consent page, /docs) with Debian's headless Chromium.
-import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { chromium, type Browser, type BrowserContext, type Page, type Response } from 'playwright-core'
+import type { BrowserContext, Page, Response } from 'playwright-core'
 import type { AppInstance } from '../app.js'
+import { browser, freePort, SKIP_WITHOUT_CHROMIUM as SKIP } from './browser.js'
 import { bearer, build, pkcePair, REDIRECT_URI, unique } from './helper.js'
 
-const CHROMIUM = '/usr/bin/chromium'
-const SKIP = existsSync(CHROMIUM) ? false : 'Debian chromium is not installed (apt-get install chromium)'
 const APP_NAME = '<img src=x onerror=alert(1)>Evil & "Co"'
 const APP_ORIGIN = 'https://app.example.com'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
-
-let launched: Promise<Browser> | undefined
-const browser = (): Promise<Browser> =>
-  (launched ??= chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync'
-    ]
-  }))
-t.teardown(async () => {
-  if (launched) await (await launched).close()
-})
-
-/** A port that was free a moment ago: the app's public origin must be known before it listens. */
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>(resolve => server.close(() => resolve()))
-  return port
-}
 
 interface Served {
   app: AppInstance
