@@ -100,6 +100,8 @@ export class ClientMetadataFetcher {
       throw new ClientMetadataError(`The client metadata document could not be fetched (${code ?? e.name}).`)
     }
     const { statusCode, headers, body } = res
+    // Bodies left unread are destroyed on purpose; what goes wrong while reading one reaches the loop below.
+    body.on('error', () => {})
     if (statusCode !== 200) {
       body.destroy()
       throw new ClientMetadataError(
@@ -118,16 +120,13 @@ export class ClientMetadataFetcher {
     try {
       for await (const chunk of body) {
         size += (chunk as Buffer).length
-        if (size > MAX_DOCUMENT_BYTES) {
-          body.destroy()
-          throw tooLarge
-        }
+        if (size > MAX_DOCUMENT_BYTES) break
         chunks.push(chunk as Buffer)
       }
-    } catch (err) {
-      if (err === tooLarge) throw err
+    } catch {
       throw new ClientMetadataError(`The client metadata document did not arrive within ${FETCH_TIMEOUT_MS} ms.`)
     }
+    if (size > MAX_DOCUMENT_BYTES) throw tooLarge
     return {
       text: Buffer.concat(chunks).toString('utf8'),
       maxAgeS: maxAgeOf(header(headers['cache-control']), header(headers.expires))

@@ -85,7 +85,7 @@ async function consent (t: Test, s: Served, url: URL, checkPage?: (page: Page) =
   const res = await page.goto(url.toString())
   t.equal(res?.status(), 200, 'the consent page opens')
   const radios = page.getByRole('radio')
-  t.same(await radios.evaluateAll(els => els.map(e => (e as HTMLInputElement).value)), s.entities,
+  t.same(await radios.evaluateAll(els => els.map(e => (e as unknown as { value: string }).value)), s.entities,
     'the picker offers the entities of the session')
   t.equal(await page.getByRole('radio', { checked: true }).count(), 0, 'none is chosen for the person')
   await checkPage?.(page)
