@@ -23,10 +23,10 @@ interface Served {
 }
 
 /** The app over real HTTP on 127.0.0.1, with its public origin set to where it listens, and one registered app. */
-async function serve (t: Test): Promise<Served> {
+async function serve (t: Test, env: Record<string, string> = {}): Promise<Served> {
   const port = await freePort()
   const origin = `http://127.0.0.1:${port}`
-  const app = await build(t, { PUBLIC_BASE_URL: origin })
+  const app = await build(t, { PUBLIC_BASE_URL: origin, ...env })
   await app.listen({ port, host: '127.0.0.1' })
 
   const ownerToken = app.userSessions.sign({ sub: unique('dev'), orgRefId: unique('devorg'), entityRefIds: [] })
@@ -284,3 +284,106 @@ t.test('/docs renders the operations in Swagger UI', { skip: SKIP }, async t => 
   await page.screenshot({ path: '/tmp/docs.png' })
   t.same(pageErrors, [], 'no script error')
 })
+
+/** A user with three entities, and an authorization request that names none: the person picks one. */
+async function pickerRequest (t: Test, s: Served, javaScriptEnabled = true) {
+  const entities = [unique('ent'), unique('ent'), unique('ent')]
+  const token = s.app.userSessions.sign({ sub: unique('user'), orgRefId: s.orgRefId, entityRefIds: entities })
+  const context = await (await browser()).newContext({ javaScriptEnabled, viewport: { width: 390, height: 844 } })
+  t.teardown(() => context.close())
+  await context.addCookies([{ name: 'session', value: token, domain: '127.0.0.1', path: '/' }])
+  const page = await context.newPage()
+  page.setDefaultTimeout(10_000)
+  const params = { ...authorizeParams(s, pkcePair().challenge) } as Record<string, string | undefined>
+  delete params.org_ref_id
+  delete params.entity_ref_id
+  const url = `${s.origin}/oauth/authorize?` + new URLSearchParams(params as Record<string, string>).toString()
+  return { page, entities, url }
+}
+
+t.test('consent page: the person picks the entity, by keyboard, without JavaScript, on a phone', { skip: SKIP },
+  async t => {
+    const s = await serve(t)
+    const { page, entities, url } = await pickerRequest(t, s, false)
+    t.equal((await page.goto(url))?.status(), 200)
+    t.equal(await page.getByRole('radio').count(), 3, 'one choice per entity of the session')
+    t.equal(await page.getByRole('radio', { checked: true }).count(), 0, 'none chosen for the person')
+    const text = await page.locator('main').innerText()
+    t.match(text, 'app.example.com', 'the redirect host')
+    t.match(text, 'You can revoke this access at any time', 'that access can be revoked')
+    const scroll = await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]') as number[]
+    t.ok(scroll[0]! <= scroll[1]!, `no horizontal scroll at 390 px (${scroll.join(' <= ')})`)
+    await page.screenshot({ path: '/tmp/consent-390.png', fullPage: true })
+
+    // Allow with nothing chosen: the browser itself refuses to submit (a required radio group), no request goes out.
+    let posts = 0
+    page.on('request', r => { if (r.method() === 'POST') posts++ })
+    await page.getByRole('button', { name: 'Allow' }).click()
+    t.equal(posts, 0, 'nothing is posted until an entity is chosen')
+
+    // Keyboard only: Tab to the second entity's radio group, arrow to it, Tab on to Allow, Enter.
+    const focused = () => page.evaluate('document.activeElement && (document.activeElement.value || ' +
+      'document.activeElement.textContent)') as Promise<string | null>
+    await page.locator('body').focus()
+    for (let i = 0; i < 20 && !entities.includes((await focused()) ?? ''); i++) await page.keyboard.press('Tab')
+    t.ok(entities.includes((await focused()) ?? ''), 'the entity choices are reachable by Tab')
+    await page.keyboard.press('Space')
+    await page.keyboard.press('ArrowDown')
+    t.ok(await page.getByRole('radio', { name: entities[1] }).isChecked(), 'chosen by keyboard')
+    for (let i = 0; i < 20 && (await focused())?.trim() !== 'Allow'; i++) await page.keyboard.press('Tab')
+    const decision = page.waitForResponse(isDecisionPost(s))
+    await page.keyboard.press('Enter')
+    const res = await decision
+    t.equal(res.status(), 302, 'Allow by keyboard')
+    const code = new URL(res.headers().location!).searchParams.get('code')
+    t.match(code, /^mac_/)
+    const installs = await s.app.inject({
+      method: 'GET',
+      url: `/orgs/${s.orgRefId}/entities/${entities[1]}/installs`,
+      headers: bearer(s.app.userSessions.sign({ sub: unique('user'), orgRefId: s.orgRefId, entityRefIds: entities }))
+    })
+    t.equal(installs.json().installs.length, 1, 'installed into the chosen entity')
+  })
+
+t.test('consent page: errors are pages, and a visitor with no session is told how to sign in', { skip: SKIP },
+  async t => {
+    const s = await serve(t)
+    const { page } = await signedInPage(t, s)
+    const params = new URLSearchParams({ ...authorizeParams(s, pkcePair().challenge), client_id: 'app_nope' })
+    const unknown = await page.goto(`${s.origin}/oauth/authorize?${params.toString()}`)
+    t.equal(unknown?.status(), 400)
+    t.match(unknown?.headers()['content-type'], /^text\/html/)
+    t.match(unknown?.headers()['content-security-policy'], "default-src 'none'")
+    t.match(await page.locator('main').innerText(), /Unknown client_id\.[\s\S]*invalid_request/)
+
+    const other = new URLSearchParams({ ...authorizeParams(s, pkcePair().challenge), org_ref_id: 'someone-else' })
+    const forbidden = await page.goto(`${s.origin}/oauth/authorize?${other.toString()}`)
+    t.equal(forbidden?.status(), 403)
+    t.match(await page.locator('main').innerText(), 'You do not belong to this organisation or entity.')
+
+    const anonymous = await (await browser()).newContext()
+    t.teardown(() => anonymous.close())
+    const visitor = await anonymous.newPage()
+    const noSession = await visitor.goto(authorizeUrl(s, pkcePair().challenge))
+    t.equal(noSession?.status(), 401)
+    t.match(await visitor.locator('h1').innerText(), 'Sign in to continue')
+    t.match(await visitor.locator('main').innerText(), 'Sign in to the accounting system')
+
+    // A program still gets JSON.
+    const json = await s.app.inject({ method: 'GET', url: '/oauth/authorize?client_id=app_nope' })
+    t.same(json.json(), { error: 'invalid_token', message: 'Missing user session.' })
+  })
+
+t.test('consent page: with LOGIN_URL, a visitor with no session goes there and comes back', { skip: SKIP },
+  async t => {
+    const s = await serve(t, { LOGIN_URL: 'https://accounts.example.com/login' })
+    const context = await (await browser()).newContext()
+    t.teardown(() => context.close())
+    const page = await context.newPage()
+    const target = authorizeUrl(s, pkcePair().challenge)
+    const sent = page.waitForRequest(r => r.url().startsWith('https://accounts.example.com/'))
+    page.goto(target).catch(() => undefined) // the login page is not reachable here; the request is what counts
+    const login = new URL((await sent).url())
+    t.equal(`${login.origin}${login.pathname}`, 'https://accounts.example.com/login')
+    t.equal(login.searchParams.get('return_to'), target, 'return_to brings the person back to this request')
+  })
