@@ -20,6 +20,9 @@ Commands:
   openapi [--out FILE]               write the OpenAPI document (default: stdout) without listening
   user-token --sub ID --org ORG --entity ENT [--entity ENT2 ...] [--ttl SECONDS]
                                      sign a development user session token with USER_SESSION_SECRET
+  client-key disable|enable CLIENT_ID
+                                     disable or enable any app's API key, including clients that registered
+                                     themselves (Dynamic Client Registration, metadata documents)
 
 Configuration comes from the environment; see README.md.`
 
@@ -60,6 +63,28 @@ async function openapi (args: string[]): Promise<void> {
   }
 }
 
+/** The operator's key switch: the same service call as the owner's route, for apps that have no owner. */
+async function clientKey (args: string[]): Promise<void> {
+  const [action, clientId] = args
+  if ((action !== 'disable' && action !== 'enable') || !clientId || args.length !== 2) {
+    process.stderr.write(`client-key needs disable or enable, and a client_id\n\n${USAGE}\n`)
+    process.exit(2)
+  }
+  const app = await buildApp({ ...loadConfigOrExit(), webhookWorker: false, logLevel: 'warn' })
+  await app.ready()
+  try {
+    const changed = await app.apps.setKeyEnabled(null, clientId, action === 'enable')
+    if (!changed) {
+      process.stderr.write(`no app with client_id ${JSON.stringify(clientId)}\n`)
+      process.exitCode = 1
+      return
+    }
+    process.stdout.write(JSON.stringify({ client_id: changed.clientId, api_key_enabled: changed.apiKeyEnabled }) + '\n')
+  } finally {
+    await app.close()
+  }
+}
+
 async function migrateCommand (): Promise<void> {
   const config = loadConfigOrExit()
   const log = pino({ level: config.logLevel })
@@ -89,6 +114,7 @@ const commands: Record<string, () => Promise<void> | void> = {
   migrate: migrateCommand,
   openapi: () => openapi(rest),
   'user-token': () => userToken(rest),
+  'client-key': () => clientKey(rest),
   help: () => { process.stdout.write(USAGE + '\n') }
 }
 const run = commands[command]

@@ -118,7 +118,8 @@ declare module 'fastify' {
       resolve(clientId: string): Promise<App | undefined>
       /** The app whose credentials these are, whatever its key state; undefined when they are wrong. */
       authenticateClient(clientId: string, clientSecret: string): Promise<App | undefined>
-      setKeyEnabled(ownerSub: string, clientId: string, enabled: boolean): Promise<App | undefined>
+      /** `ownerSub` null: the operator (`marketplace-gateway client-key`), for any app, self-registered ones too. */
+      setKeyEnabled(ownerSub: string | null, clientId: string, enabled: boolean): Promise<App | undefined>
     }
   }
 }
@@ -236,16 +237,17 @@ export default fp(
         return toApp(row)
       },
 
-      async setKeyEnabled (ownerSub: string, clientId: string, enabled: boolean) {
+      async setKeyEnabled (ownerSub: string | null, clientId: string, enabled: boolean) {
         return app.accessState.change({ clientId }, async q => {
           const [row] = enabled
             ? await q.query<Row>(
-                `update apps set api_key_enabled = true where client_id = $1 and owner_sub = $2 returning ${COLUMNS}`,
+                `update apps set api_key_enabled = true
+                  where client_id = $1 and ($2::text is null or owner_sub = $2) returning ${COLUMNS}`,
                 [clientId, ownerSub]
             )
             : await q.query<Row>(
                 `update apps set api_key_enabled = false, key_disabled_at = clock_timestamp()
-              where client_id = $1 and owner_sub = $2 returning ${COLUMNS}`,
+              where client_id = $1 and ($2::text is null or owner_sub = $2) returning ${COLUMNS}`,
                 [clientId, ownerSub]
             )
           return row && toApp(row)

@@ -95,6 +95,43 @@ t.test('the command line: user-token and migrate', async t => {
   t.throws(() => run('user-token', '--sub', 'x'), 'refuses without --org and --entity')
 })
 
+t.test('the command line: client-key disables a self-registered client, which has no owner to do it', async t => {
+  const { execFileSync } = await import('node:child_process')
+  const { loadConfig } = await import('../plugins/config.js')
+  const { buildApp } = await import('../app.js')
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
+  const env = { DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test' as const }
+  const open = async () => {
+    const app = await buildApp({ ...loadConfig(env), webhookWorker: false })
+    await app.ready()
+    return app
+  }
+  let app = await open()
+  const registered = await app.inject({
+    method: 'POST',
+    url: '/oauth/register',
+    payload: { redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' }
+  })
+  const clientId = registered.json().client_id as string
+  await app.close()
+
+  const run = (...args: string[]) => execFileSync(process.execPath, ['--import', 'tsx', 'cli.ts', ...args], {
+    env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']
+  })
+  t.same(JSON.parse(run('client-key', 'disable', clientId)), { client_id: clientId, api_key_enabled: false })
+  t.throws(() => run('client-key', 'disable', 'app_nope'), 'an unknown client_id fails')
+
+  app = await open()
+  t.teardown(() => app.close())
+  const token = await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: { grant_type: 'refresh_token', refresh_token: 'x', client_id: clientId }
+  })
+  t.equal(token.statusCode, 401)
+  t.same(token.json().error_description, "The app's API key is disabled.")
+})
+
 t.test('DATABASE_URL without a user name connects as the OS user, as libpq does, even with no USER set',
   { skip: !TEST_DATABASE_URL && 'needs Postgres: set DATABASE_URL (CI runs it)' }, async t => {
     const { spawnSync } = await import('node:child_process')

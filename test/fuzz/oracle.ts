@@ -125,6 +125,12 @@ export function answerProblem (ctx: Context, answer: Answer): string | undefined
   let body: unknown
   if (!head && (status >= 400 || (isMcp && ctx.method === 'POST'))) {
     const type = String(answer.headers['content-type'] ?? '')
+    // The consent flow answers a browser with an error page (docs/rules.md#authorization-request): the catalog's
+    // status, code and message, in HTML.
+    if (ctx.path === '/oauth/authorize' && status >= 400 && status < 500 && type.startsWith('text/html')) {
+      const code = answer.body.match(/Error code: <code>([a-z_]+)<\/code>/)?.[1]
+      return code ? undefined : `error page without a catalog code: ${answer.body.slice(0, 200)}`
+    }
     if (status >= 400 && !type.startsWith('application/json')) {
       return `status ${status} with content-type ${JSON.stringify(type)}: ${answer.body.slice(0, 200)}`
     }
