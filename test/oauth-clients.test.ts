@@ -269,3 +269,35 @@ t.test('resource indicators (RFC 8707) and audiences', async t => {
   const onlyMcp = await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(minted(`${origin}/mcp`)) })
   t.equal(onlyMcp.statusCode, 401, '... and not on the public API')
 })
+
+t.test('browser-based clients may run discovery, registration and the token exchange from their own origin',
+  async t => {
+    const app = await build(t)
+    const origin = { origin: 'http://localhost:6274' }
+    const paths = ['/oauth/token', '/oauth/register', '/oauth/revoke', '/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-protected-resource/mcp', '/.well-known/jwks.json']
+    for (const path of paths) {
+      const pre = await app.inject({
+        method: 'OPTIONS',
+        url: path,
+        headers: {
+          ...origin,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type'
+        }
+      })
+      t.equal(pre.statusCode, 204, `preflight of ${path}`)
+      t.equal(pre.headers['access-control-allow-origin'], '*')
+    }
+    const metadata = await app.inject({
+      method: 'GET', url: '/.well-known/oauth-authorization-server', headers: origin
+    })
+    t.equal(metadata.headers['access-control-allow-origin'], '*', 'the metadata is readable cross-origin')
+    const refused = await app.inject({
+      method: 'POST', url: '/oauth/token', headers: origin, payload: { client_id: 'x' }
+    })
+    t.equal(refused.statusCode, 401)
+    t.equal(refused.headers['access-control-allow-origin'], '*', 'so is an error, which the client must read')
+    const page = await app.inject({ method: 'GET', url: '/oauth/authorize', headers: origin })
+    t.equal(page.headers['access-control-allow-origin'], undefined, 'the consent page is not opened to other origins')
+  })

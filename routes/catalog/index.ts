@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { VERSION } from '../../lib/root.js'
+import { anyOrigin, preflight } from '../../lib/open-cors.js'
 import { WIRED_SCOPES } from '../../lib/scopes.js'
 import { PROTOCOL_REVISION, SERVER_NAME } from '../../plugins/mcp/index.js'
 import { describeTool } from '../../plugins/mcp/registry.js'
@@ -14,6 +15,8 @@ const catalog: FastifyPluginAsyncTypebox = async app => {
   const { mcpBaseUrl, publicBaseUrl } = app.config
   const endpoint = `${mcpBaseUrl}/mcp`
   const schema = { hide: true }
+  // Discovery documents: public, and read by browser-based clients from their own origin (lib/open-cors.ts).
+  const discovery = { schema, onSend: anyOrigin }
 
   app.get('/catalog.json', { schema: { ...schema, response: { 200: Catalog } } }, async () => ({
     name: SERVER_NAME,
@@ -54,11 +57,14 @@ const catalog: FastifyPluginAsyncTypebox = async app => {
     resource_name: 'Marketplace gateway MCP endpoint',
     resource_documentation: `${publicBaseUrl}/docs`
   }
-  app.get('/.well-known/oauth-protected-resource/mcp', { schema }, async () => protectedResource)
-  app.get('/.well-known/oauth-protected-resource', { schema }, async () => protectedResource)
+  for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
+    app.get(path, discovery, async () => protectedResource)
+    preflight(app, path, 'GET')
+  }
 
   // RFC 8414: the authorization server behind the access tokens.
-  app.get('/.well-known/oauth-authorization-server', { schema }, async () => ({
+  preflight(app, '/.well-known/oauth-authorization-server', 'GET')
+  app.get('/.well-known/oauth-authorization-server', discovery, async () => ({
     issuer: publicBaseUrl,
     authorization_endpoint: `${publicBaseUrl}/oauth/authorize`,
     token_endpoint: `${publicBaseUrl}/oauth/token`,

@@ -39,7 +39,8 @@ const mcp: FastifyPluginAsyncTypebox = async app => {
     reply.headers({
       'access-control-allow-origin': origin,
       vary: 'Origin',
-      'access-control-expose-headers': 'mcp-session-id, mcp-protocol-version'
+      // WWW-Authenticate: a browser client reads resource_metadata from the 401 to start OAuth.
+      'access-control-expose-headers': 'mcp-session-id, mcp-protocol-version, www-authenticate'
     })
   })
 

@@ -2,6 +2,7 @@ import formbody from '@fastify/formbody'
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { anyOrigin, preflight } from '../../lib/open-cors.js'
 import type { App } from '../../plugins/apps.js'
 import { ApiError, errors, wantsHtml } from '../../plugins/errors.js'
 import { errorResponses } from '../../schemas/errors.js'
@@ -112,9 +113,11 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
     }
   )
 
+  preflight(app, '/oauth/token', 'POST')
   app.post(
     '/oauth/token',
     {
+      onSend: anyOrigin,
       config: { oauthErrors: true },
       schema: {
         tags,
@@ -140,9 +143,11 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
     }
   )
 
+  preflight(app, '/oauth/revoke', 'POST')
   app.post(
     '/oauth/revoke',
     {
+      onSend: anyOrigin,
       config: { oauthErrors: true },
       schema: {
         tags,
@@ -175,9 +180,11 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
     timeWindow: 60_000,
     keyGenerator: r => `ip:${r.ip}`
   })
+  preflight(app, '/oauth/register', 'POST')
   app.post(
     '/oauth/register',
     {
+      onSend: anyOrigin,
       config: { oauthErrors: 'invalid_client_metadata' },
       async onRequest (request) {
         const verdict = await perIp(request)
@@ -217,9 +224,11 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
     }
   )
 
+  preflight(app, '/.well-known/jwks.json', 'GET')
   app.get(
     '/.well-known/jwks.json',
     {
+      onSend: anyOrigin,
       schema: {
         tags,
         summary: 'Public keys that verify access tokens',
