@@ -113,9 +113,10 @@ declare module 'fastify' {
       find(clientId: string, q?: Queryable): Promise<App | undefined>
       /**
        * The client behind a client_id: a registered app, or, for an https URL, the client its metadata document
-       * describes (fetched, checked and cached as its caching headers allow). Throws `ClientMetadataError`.
+       * describes (fetched, checked and cached as its caching headers allow). `discover: false` fetches only documents
+       * already known (kept fresh), never a new one. Throws `ClientMetadataError`.
        */
-      resolve(clientId: string): Promise<App | undefined>
+      resolve(clientId: string, opts?: { discover?: boolean }): Promise<App | undefined>
       /** The app whose credentials these are, whatever its key state; undefined when they are wrong. */
       authenticateClient(clientId: string, clientSecret: string): Promise<App | undefined>
       /** `ownerSub` null: the operator (`marketplace-gateway client-key`), for any app, self-registered ones too. */
@@ -224,10 +225,10 @@ export default fp(
         return row && toApp(row)
       },
 
-      async resolve (clientId: string) {
+      async resolve (clientId: string, { discover = true }: { discover?: boolean } = {}) {
         const [row] = await db.query<Row>(`select ${COLUMNS} from apps where client_id = $1`, [clientId])
         if (row && (row.registered_by !== 'cimd' || row.metadata_fresh)) return toApp(row)
-        if (!isMetadataUrl(clientId)) return undefined
+        if (!isMetadataUrl(clientId) || (!row && !discover)) return undefined
         return refreshFromMetadata(clientId)
       },
 

@@ -183,6 +183,7 @@ t.test('client metadata documents that are refused', async t => {
   })
   const base = await metadataServer(t, (clientId, res) => {
     const path = new URL(clientId).pathname
+    if (path === '/token.json') t.fail('the token endpoint does not fetch documents it has not seen')
     if (path === '/slow.json') return // never answers
     if (path === '/large.json') {
       return res.end(JSON.stringify({ ...good(clientId), padding: 'x'.repeat(6 * 1024) }))
@@ -224,9 +225,9 @@ t.test('client metadata documents that are refused', async t => {
   const token = await guarded.inject({
     method: 'POST',
     url: '/oauth/token',
-    payload: { grant_type: 'refresh_token', refresh_token: 'x', client_id: `${base}/good.json` }
+    payload: { grant_type: 'refresh_token', refresh_token: 'x', client_id: `${base}/token.json` }
   })
-  t.equal(token.statusCode, 401, 'at the token endpoint the same document is invalid_client')
+  t.equal(token.statusCode, 401, 'at the token endpoint an unknown document is invalid_client, and not fetched')
   t.equal(token.json().error, 'invalid_client')
 })
 

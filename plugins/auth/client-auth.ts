@@ -25,7 +25,9 @@ export default fp(
     async function publicClient (clientId: string): Promise<App> {
       let client: App | undefined
       try {
-        client = await app.apps.resolve(clientId)
+        // A metadata document is first fetched at the authorization endpoint, by a signed-in user's request; the
+        // token endpoint, open to anyone, only keeps known ones fresh, so it cannot be used to make us fetch URLs.
+        client = await app.apps.resolve(clientId, { discover: false })
       } catch (err) {
         if (err instanceof ClientMetadataError) throw errors.oauthInvalidClient(err.message)
         throw err
