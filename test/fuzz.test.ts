@@ -253,6 +253,16 @@ function undocumentedOperations (app: AppInstance): Operation[] {
         'access-control-request-headers': fc.constantFrom('authorization, content-type', 'x-evil', '')
       }, { requiredKeys: [] })).map(([a, b]) => ({ ...a, ...b }))
     }),
+    // The preflights of what browser-based clients call cross-origin (lib/open-cors.ts).
+    ...['/oauth/token', '/oauth/revoke', '/oauth/register', '/.well-known/jwks.json',
+      '/.well-known/oauth-protected-resource', '/.well-known/oauth-protected-resource/mcp',
+      '/.well-known/oauth-authorization-server'].map(path => op('OPTIONS', path, {
+      headers: fc.record({
+        origin: fc.constantFrom('http://localhost:6274', 'null', 'https://evil.example'),
+        'access-control-request-method': fc.constantFrom('POST', 'GET', 'PUT', ''),
+        'access-control-request-headers': fc.constantFrom('authorization, content-type', 'x-evil', '')
+      }, { requiredKeys: [] })
+    })),
     op('GET', '/catalog.json'),
     op('GET', '/.well-known/agent.json'),
     op('GET', '/.well-known/agent-card.json'),
