@@ -46,6 +46,7 @@ export const EnvSchema = Type.Object({
   WEBHOOK_WORKER: Type.Optional(Bool),
   WEBHOOK_CONCURRENCY: Type.Optional(Int(1, 1_000)),
   WEBHOOK_LEASE_SECONDS: Type.Optional(Int(1, 3_600)),
+  WEBHOOK_REPLAY_LIMIT: Type.Optional(Int(1, 1_000_000)),
   MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
   MCP_ALLOW_ANONYMOUS: Type.Optional(Bool),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 24, description: 'at least 24 characters' })),
@@ -101,6 +102,8 @@ export interface Config {
   webhookConcurrency: number
   /** How long a claim lasts; a dead worker's deliveries are retried after it. Longer than an attempt's 15 s. */
   webhookLeaseSeconds: number
+  /** Deliveries one replay request enqueues at most. */
+  webhookReplayLimit: number
   mcpAllowedOrigins: string[]
   /** Sessions without a token (catalog browsing, conformance runs); off, a request without one is a 401. */
   mcpAllowAnonymous: boolean
@@ -313,6 +316,7 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookWorker: flag(env.WEBHOOK_WORKER, true),
     webhookConcurrency: Number(env.WEBHOOK_CONCURRENCY ?? 64),
     webhookLeaseSeconds: Number(env.WEBHOOK_LEASE_SECONDS ?? 60),
+    webhookReplayLimit: Number(env.WEBHOOK_REPLAY_LIMIT ?? 10_000),
     mcpAllowedOrigins: origins,
     mcpAllowAnonymous: flag(env.MCP_ALLOW_ANONYMOUS, false),
     loginUrl: env.LOGIN_URL,

@@ -167,6 +167,8 @@ export const errors = {
   eventConflict: () => new ApiError(409, 'event_conflict',
     'An event with this id was already accepted with a different topic, tenant or data.'),
   limitExceeded: (message: string) => new ApiError(422, 'limit_exceeded', message),
+  idempotencyConflict: () => new ApiError(409, 'idempotency_conflict',
+    'This Idempotency-Key was used with other parameters.'),
   invalidEventsToken: () =>
     new ApiError(
       401,

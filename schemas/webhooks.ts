@@ -27,7 +27,8 @@ export const CreatedSubscription = Type.Object(
     topics: Type.Array(Type.String()),
     target_url: Type.String(),
     signing_secret: Type.String({
-      description: 'Shown only in this response. Key of X-Service-Signature (its UTF-8 bytes).'
+      description: 'Shown only in this response: whsec_ and 32 bytes in base64. X-Service-Signature is keyed with ' +
+        'this whole string (UTF-8); webhook-signature with the bytes its base64 part decodes to (Standard Webhooks).'
     }),
     created_at: Timestamp
   },
@@ -108,4 +109,54 @@ export const DeliveryPayload = Type.Object({
   org_ref_id: Type.String(),
   entity_ref_id: Type.String(),
   data: Type.Record(Type.String(), Type.Unknown())
+})
+
+export const RotateQuery = Type.Object({
+  overlap_hours: Type.Optional(Type.Number({
+    minimum: 0,
+    maximum: 168,
+    default: 24,
+    description: 'How long the replaced secret keeps signing next to the new one, in hours (0: not at all; ' +
+      'fractions allowed).'
+  }))
+})
+
+export const RotatedSecret = Type.Object({
+  id: Type.String(),
+  signing_secret: Type.String({ description: 'The new secret, shown only in this response.' }),
+  previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'Until when the replaced secret also signs; null without an overlap.'
+  })
+}, { additionalProperties: false })
+
+export const TestSent = Type.Object({
+  event_id: Type.String(),
+  delivery_id: Type.String({ description: 'Find its attempts in the delivery log.' }),
+  status: Type.Literal('pending')
+}, { additionalProperties: false })
+
+export const ReplayBody = Type.Object({
+  since: Type.String({ format: 'date-time', description: 'Events from this instant (inclusive).' }),
+  until: Type.Optional(Type.String({
+    format: 'date-time', description: 'Up to this instant (exclusive); default now.'
+  })),
+  status: Type.Optional(Type.Union([Type.Literal('failed'), Type.Literal('all')], {
+    description: 'failed (default): events whose delivery failed for good; all: every event whose delivery ended.'
+  }))
+}, { additionalProperties: false })
+
+export const ReplayAccepted = Type.Object({
+  replayed: Type.Integer({ description: 'Deliveries enqueued again.' }),
+  truncated: Type.Boolean({ description: 'More matched than one replay takes (10,000): replay the rest after.' }),
+  since: Timestamp,
+  until: Timestamp,
+  status: Type.Union([Type.Literal('failed'), Type.Literal('all')])
+}, { additionalProperties: false })
+
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 255,
+    description: 'A repeat with the same key gets the first answer instead of a second replay.'
+  }))
 })

@@ -73,6 +73,8 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
     'list_webhook_deliveries',
     'list_webhook_subscriptions',
     'list_webhook_topics',
+    'replay_webhook_deliveries',
+    'send_test_webhook',
     'verify_webhook_signature',
     'whoami'
   ])

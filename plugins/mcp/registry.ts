@@ -1,8 +1,14 @@
-import type { Static, TSchema } from '@sinclair/typebox'
+import { FormatRegistry, type Static, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import type { Principal } from '../auth/access-state.js'
 import { ApiError, errors } from '../errors.js'
 import { DatabaseUnavailableError } from '../db/types.js'
+
+// TypeBox knows no string format by itself; the tools' schemas use the one the REST routes check with ajv-formats.
+const DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i
+if (!FormatRegistry.Has('date-time')) {
+  FormatRegistry.Set('date-time', v => DATE_TIME.test(v) && !Number.isNaN(Date.parse(v)))
+}
 
 export interface ToolAnnotations {
   readOnlyHint: boolean

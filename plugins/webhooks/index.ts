@@ -21,7 +21,8 @@ export default fp(async (app) => {
   const store = createWebhookStore(app.db)
   const service = createWebhookService(store, {
     secretKey: app.config.webhookSecretKey,
-    allowPrivateTargets: app.config.webhookAllowPrivateTargets
+    allowPrivateTargets: app.config.webhookAllowPrivateTargets,
+    replayLimit: app.config.webhookReplayLimit
   })
   const metrics = app.hasDecorator('metrics') ? app.metrics : undefined
   const worker = app.config.webhookWorker

@@ -1,6 +1,6 @@
 import { type Agent, request } from 'undici'
 import { VERSION } from '../../lib/root.js'
-import { serviceSignature, standardSignature } from './signing.js'
+import { serviceSignature, standardSignature, type SigningKey } from './signing.js'
 import { guardedAgent, refusedLiteral } from './target-guard.js'
 
 export const CONNECT_TIMEOUT_MS = 5_000
@@ -23,7 +23,8 @@ export interface Attempt {
   topic: string
   attempt: number
   body: string
-  secret: string
+  /** The current secret first; during a rotation's overlap also the one it replaced. */
+  keys: SigningKey[]
 }
 
 function parseRetryAfter (value: string | string[] | undefined): number | null {
@@ -70,13 +71,15 @@ export class Sender {
         headers: {
           'content-type': 'application/json',
           'user-agent': `marketplace-webhooks/${VERSION}`,
-          'x-service-signature': serviceSignature(a.secret, a.body),
+          // During a rotation's overlap the spec's single signature stays on the secret receivers already hold
+          // (docs/decisions.md#webhook-signatures-issue-10); webhook-signature carries both.
+          'x-service-signature': serviceSignature(a.keys.at(-1)!.secret, a.body),
           'x-service-topic': a.topic,
           'x-service-event-id': a.eventId,
           'x-service-delivery-attempt': String(a.attempt),
           'webhook-id': a.eventId,
           'webhook-timestamp': String(timestamp),
-          'webhook-signature': standardSignature(a.secret, a.eventId, timestamp, a.body)
+          'webhook-signature': standardSignature(a.keys, a.eventId, timestamp, a.body)
         },
         body: a.body
       })

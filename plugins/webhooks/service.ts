@@ -17,6 +17,8 @@ import type { AttemptLogEntry, Subscription, WebhookStore } from './store.js'
 import { checkTargetUrl } from './target-guard.js'
 
 export const MAX_ACTIVE_PER_INSTALL = 50
+/** The topic of test deliveries: sent only on request, to one subscription; no subscription lists it. */
+export const TEST_TOPIC = 'webhook.test'
 
 const iso = (d: Date | null): string | null => d?.toISOString() ?? null
 
@@ -53,6 +55,8 @@ const attemptView = (a: AttemptLogEntry): Static<typeof AttemptLog>['attempts'][
 interface ServiceOptions {
   secretKey: Buffer
   allowPrivateTargets: boolean
+  /** At most this many deliveries are enqueued again by one replay; `truncated` says there were more. */
+  replayLimit: number
 }
 
 /**
@@ -114,6 +118,64 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     async attempts (p: Principal, subscriptionId: string, limit = 50): Promise<Static<typeof AttemptLog>> {
       const s = await owned(p, subscriptionId)
       return { attempts: (await store.attempts(s.id, limit)).map(attemptView) }
+    },
+
+    /**
+     * A new signing secret, returned once. For `overlapHours` the replaced secret still signs next to it, so that
+     * receivers can switch at their pace (docs/rules.md#signatures).
+     */
+    async rotateSecret (p: Principal, subscriptionId: string, overlapHours: number) {
+      const s = await owned(p, subscriptionId)
+      const secret = newSigningSecret()
+      const overlapS = Math.round(overlapHours * 3600)
+      const rotated = await store.rotateSecret(s.id, encryptSecret(opts.secretKey, s.id, secret), overlapS)
+      if (!rotated) throw errors.conflict('The subscription is not active; create a new one.')
+      return {
+        id: s.id,
+        signing_secret: secret,
+        previous_secret_expires_at: iso(rotated.previousExpiresAt)
+      }
+    },
+
+    /** A signed `webhook.test` event to this subscription only, through the queue; its delivery shows in the log. */
+    async sendTest (p: Principal, subscriptionId: string) {
+      const s = await owned(p, subscriptionId)
+      if (!s.isActive) throw errors.conflict('The subscription is not active; create a new one.')
+      const sent = await store.insertTestEvent({ id: s.id, orgRefId: p.orgRefId, entityRefId: p.entityRefId },
+        TEST_TOPIC, { subscription_id: s.id, message: 'A test delivery, sent on request.' })
+      return { event_id: sent.eventId, delivery_id: sent.deliveryId, status: 'pending' as const }
+    },
+
+    /**
+     * Sends again, as new deliveries, what this subscription was sent between `since` and `until` whose delivery
+     * ended as `status` says (`failed`, or `all` that ended). Idempotent per `Idempotency-Key`.
+     */
+    async replay (
+      p: Principal,
+      subscriptionId: string,
+      r: { since: string, until?: string | undefined, status?: 'failed' | 'all' | undefined },
+      key: string | undefined
+    ) {
+      const s = await owned(p, subscriptionId)
+      if (!s.isActive) throw errors.conflict('The subscription is not active; create a new one.')
+      const since = new Date(r.since)
+      const until = r.until === undefined ? new Date() : new Date(r.until)
+      if (!(since < until)) {
+        throw errors.validation([{ location: 'body', path: '/since', message: 'must be before until' }])
+      }
+      const status = r.status ?? 'failed'
+      const replayed = await store.replay(s.id, {
+        since,
+        until,
+        statuses: status === 'failed' ? ['failed'] : ['succeeded', 'failed', 'cancelled'],
+        limit: opts.replayLimit,
+        key,
+        // The request as sent: a repeat without `until` is the same request, though "now" has moved on.
+        fingerprint: JSON.stringify([since.toISOString(), r.until === undefined ? null : until.toISOString(), status])
+      })
+      if (replayed === 'conflict') throw errors.idempotencyConflict()
+      const { replayed: count, truncated, until: end } = replayed
+      return { replayed: count, truncated, since: since.toISOString(), until: end.toISOString(), status }
     },
 
     /** Makes one of the subscription's deliveries due now, whatever its state. */

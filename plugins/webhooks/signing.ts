@@ -1,8 +1,25 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
 
-/** `whsec_` and 32 random bytes in base64url (docs/rules.md#signatures). */
+/**
+ * How a secret keys `webhook-signature`: `standard` with the bytes its base64 part decodes to (the Standard Webhooks
+ * libraries' rule); `legacy`, for subscriptions created before it, with the UTF-8 bytes of the whole string.
+ */
+export type SigningScheme = 'legacy' | 'standard'
+
+export interface SigningKey {
+  secret: string
+  scheme: SigningScheme
+}
+
+const PREFIX = 'whsec_'
+
+/** `whsec_` and 32 random bytes in standard base64, the Standard Webhooks format (docs/rules.md#signatures). */
 export function newSigningSecret (): string {
-  return 'whsec_' + randomBytes(32).toString('base64url')
+  return PREFIX + randomBytes(32).toString('base64')
+}
+
+function hmacKey (k: SigningKey): Buffer {
+  return k.scheme === 'standard' ? Buffer.from(k.secret.slice(PREFIX.length), 'base64') : Buffer.from(k.secret, 'utf8')
 }
 
 /** X-Service-Signature: lowercase hex HMAC-SHA256 of the raw body, keyed with the UTF-8 bytes of the whole secret. */
@@ -11,15 +28,13 @@ export function serviceSignature (secret: string, body: string | Buffer): string
 }
 
 /**
- * Standard Webhooks `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`. Keyed, like
- * every HMAC of the service, with the UTF-8 bytes of the whole secret, so one key verifies both
- * (docs/rules.md#signatures).
+ * Standard Webhooks `webhook-signature`: `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body`, once per key,
+ * space-separated: during a rotation's overlap a receiver holding either secret finds its own.
  */
-export function standardSignature (secret: string, id: string, timestamp: number, body: string | Buffer): string {
-  return (
-    'v1,' +
-    createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${id}.${timestamp}.`).update(body).digest('base64')
-  )
+export function standardSignature (keys: SigningKey[], id: string, timestamp: number, body: string | Buffer): string {
+  return keys
+    .map(k => 'v1,' + createHmac('sha256', hmacKey(k)).update(`${id}.${timestamp}.`).update(body).digest('base64'))
+    .join(' ')
 }
 
 /** AES-256-GCM, the subscription id as associated data so that a ciphertext cannot be moved to another row. */

@@ -2,6 +2,7 @@ import type { Static } from '@sinclair/typebox'
 import { randomToken } from '../../lib/crypto.js'
 import type { EventBody } from '../../schemas/events.js'
 import { notify, type Db, type Queryable } from '../db/index.js'
+import type { SigningScheme } from './signing.js'
 
 /** Workers LISTEN here; a publish, a retry or a released lease NOTIFYs it so that an idle worker claims at once. */
 export const WAKEUP_CHANNEL = 'webhook_wakeup'
@@ -31,6 +32,9 @@ export interface ClaimedDelivery {
   subscriptionId: string
   targetUrl: string
   secretCiphertext: string
+  signingScheme: SigningScheme
+  /** The secret a rotation replaced, while its overlap lasts: it signs too. */
+  previous: { secretCiphertext: string, signingScheme: SigningScheme } | null
   /** False when the subscription or its install is no longer active, or the app's key is off: cancel, don't send. */
   deliverable: boolean
 }
@@ -295,6 +299,103 @@ export function createWebhookStore (db: Db) {
       }))
     },
 
+    /**
+     * Replaces the signing secret. With an overlap the replaced one keeps signing until it ends (a rotation during
+     * an overlap drops the older secret). Undefined when the subscription is not active.
+     */
+    async rotateSecret (id: string, secretCiphertext: string, overlapS: number) {
+      // On the right-hand side the columns are the row's values before this update.
+      const [row] = await db.query<{ expires: Date | null }>(
+        `update webhook_subscriptions set
+           previous_secret_ciphertext = case when $3 > 0 then secret_ciphertext end,
+           previous_signing_scheme = case when $3 > 0 then signing_scheme end,
+           previous_secret_expires_at = case when $3 > 0 then now() + make_interval(secs => $3) end,
+           secret_ciphertext = $2,
+           signing_scheme = 'standard'
+         where id = $1 and is_active
+         returning previous_secret_expires_at as expires`,
+        [id, secretCiphertext, overlapS]
+      )
+      return row && { previousExpiresAt: row.expires }
+    },
+
+    /**
+     * A `webhook.test` event for one subscription only, through the queue like any event: stored and enqueued in
+     * one statement, and the workers woken.
+     */
+    async insertTestEvent (s: { id: string, orgRefId: string, entityRefId: string }, topic: string, data: object) {
+      const id = randomToken('evt_', 16)
+      const createdAt = new Date()
+      const body = JSON.stringify({
+        id, topic, created_at: createdAt.toISOString(), org_ref_id: s.orgRefId, entity_ref_id: s.entityRefId, data
+      })
+      const [row] = await db.query<{ delivery_id: string }>(
+        `with event as (
+           insert into webhook_events (id, topic, org_ref_id, entity_ref_id, body, delivery_count, created_at)
+           values ($1, $2, $3, $4, $5, 1, $6) returning id
+         ), delivery as (
+           insert into webhook_deliveries (id, event_id, subscription_id)
+           select 'dlv_' || replace(gen_random_uuid()::text, '-', ''), event.id, $7 from event
+           returning id
+         )
+         select id as delivery_id, pg_notify($8, $1) is not null as notified from delivery`,
+        [id, topic, s.orgRefId, s.entityRefId, body, createdAt, s.id, WAKEUP_CHANNEL]
+      )
+      return { eventId: id, deliveryId: row!.delivery_id }
+    },
+
+    /**
+     * Enqueues again, as new deliveries, the events this subscription was sent between `since` and `until` (event
+     * time) whose last delivery ended in `statuses`, at most `limit`, oldest first. With an idempotency key the
+     * first answer is kept and returned to a repeat; the same key with other parameters is 'conflict'.
+     */
+    async replay (
+      subscriptionId: string,
+      r: { since: Date, until: Date, statuses: string[], limit: number, key: string | undefined, fingerprint: string }
+    ): Promise<{ replayed: number, truncated: boolean, until: Date } | 'conflict'> {
+      return db.tx(async q => {
+        if (r.key !== undefined) {
+          const [claimed] = await q.query(
+            `insert into webhook_replays (subscription_id, idempotency_key, fingerprint) values ($1, $2, $3)
+             on conflict do nothing returning 1`,
+            [subscriptionId, r.key, r.fingerprint])
+          if (!claimed) {
+            // The first request with this key has committed (its row lock is held until then): its answer stands.
+            const [first] = await q.query<{ fingerprint: string, replayed: number, truncated: boolean, until_at: Date }>(
+              `select fingerprint, replayed, truncated, until_at from webhook_replays
+                where subscription_id = $1 and idempotency_key = $2`, [subscriptionId, r.key])
+            if (first!.fingerprint !== r.fingerprint) return 'conflict'
+            return { replayed: first!.replayed, truncated: first!.truncated, until: first!.until_at }
+          }
+        }
+        const [row] = await q.query<{ replayed: number, matched: number }>(
+          `with latest as (
+             select distinct on (d.event_id) d.event_id, d.status, e.created_at
+               from webhook_deliveries d join webhook_events e on e.id = d.event_id
+              where d.subscription_id = $1 and e.created_at >= $2 and e.created_at < $3
+              order by d.event_id, d.created_at desc
+           ), picked as (
+             select event_id from latest where status = any($4) order by created_at limit $5 + 1
+           ), inserted as (
+             insert into webhook_deliveries (id, event_id, subscription_id)
+             select 'dlv_' || replace(gen_random_uuid()::text, '-', ''), event_id, $1
+               from (select event_id from picked limit $5) p
+             returning 1
+           )
+           select (select count(*)::int from inserted) as replayed, (select count(*)::int from picked) as matched`,
+          [subscriptionId, r.since, r.until, r.statuses, r.limit])
+        const result = { replayed: row!.replayed, truncated: row!.matched > r.limit, until: r.until }
+        if (r.key !== undefined) {
+          await q.query(
+            `update webhook_replays set replayed = $3, truncated = $4, until_at = $5
+              where subscription_id = $1 and idempotency_key = $2`,
+            [subscriptionId, r.key, result.replayed, result.truncated, r.until])
+        }
+        if (result.replayed > 0) await notify(q, WAKEUP_CHANNEL, '')
+        return result
+      })
+    },
+
     /** Makes a delivery of this subscription due now; false when there is no such delivery. */
     async retryNow (subscriptionId: string, deliveryId: string): Promise<boolean> {
       return db.tx(async q => {
@@ -318,6 +419,9 @@ export function createWebhookStore (db: Db) {
         subscription_id: string
         target_url: string
         secret_ciphertext: string
+        signing_scheme: SigningScheme
+        previous_secret_ciphertext: string | null
+        previous_signing_scheme: SigningScheme | null
         deliverable: boolean
       }>(
         `with due as (
@@ -332,6 +436,10 @@ export function createWebhookStore (db: Db) {
            returning d.id, d.attempts, d.event_id, d.subscription_id
          )
          select c.id, c.attempts, c.event_id, e.topic, e.body, c.subscription_id, s.target_url, s.secret_ciphertext,
+                s.signing_scheme,
+                case when s.previous_secret_expires_at > now() then s.previous_secret_ciphertext end
+                  as previous_secret_ciphertext,
+                s.previous_signing_scheme,
                 (s.is_active and i.status = 'active' and a.api_key_enabled) as deliverable
            from claimed c
            join webhook_events e on e.id = c.event_id
@@ -349,6 +457,10 @@ export function createWebhookStore (db: Db) {
         subscriptionId: r.subscription_id,
         targetUrl: r.target_url,
         secretCiphertext: r.secret_ciphertext,
+        signingScheme: r.signing_scheme,
+        previous: r.previous_secret_ciphertext
+          ? { secretCiphertext: r.previous_secret_ciphertext, signingScheme: r.previous_signing_scheme ?? 'legacy' }
+          : null,
         deliverable: r.deliverable
       }))
     },

@@ -8,8 +8,10 @@ import {
   ListDeliveriesInput, ListSubscriptionsInput, NoInput, SubscriptionIdInput, TopicList, VerifySignatureInput,
   VerifySignatureOutput
 } from '../../schemas/mcp.js'
+import { Type } from '@sinclair/typebox'
 import {
-  AttemptLog, CreateSubscriptionBody, CreatedSubscription, DeleteResult, SubscriptionListing
+  AttemptLog, CreateSubscriptionBody, CreatedSubscription, DeleteResult, ReplayAccepted, ReplayBody,
+  SubscriptionListing, TestSent
 } from '../../schemas/webhooks.js'
 import { READ_ONLY } from '../mcp/registry.js'
 import type { WebhookService } from './service.js'
@@ -69,6 +71,33 @@ export function addWebhookTools (mcp: FastifyInstance['mcp'], webhooks: WebhookS
     outputSchema: DeleteResult,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }
   }, async (args, p) => webhooks.remove(p, args.subscription_id))
+
+  mcp.addTool({
+    ...tenantTool,
+    name: 'send_test_webhook',
+    title: 'Send a test webhook',
+    description: 'Sends a signed webhook.test event to one of this install\'s subscriptions only, through the ' +
+      'delivery queue; its attempts show in list_webhook_deliveries.',
+    inputSchema: SubscriptionIdInput,
+    outputSchema: TestSent,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true }
+  }, async (args, p) => webhooks.sendTest(p, args.subscription_id))
+
+  mcp.addTool({
+    ...tenantTool,
+    name: 'replay_webhook_deliveries',
+    title: 'Replay webhook deliveries',
+    description: 'Sends again, as new deliveries, the events one of this install\'s subscriptions was sent between ' +
+      'since and until whose delivery failed (status failed, the default) or ended (all); at most 10,000. The same ' +
+      'idempotency_key again returns the first answer instead of replaying twice.',
+    inputSchema: Type.Object({
+      subscription_id: Type.String(),
+      ...ReplayBody.properties,
+      idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255 }))
+    }, { additionalProperties: false }),
+    outputSchema: ReplayAccepted,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true }
+  }, async ({ subscription_id: id, idempotency_key: key, ...range }, p) => webhooks.replay(p, id, range, key))
 
   mcp.addTool({
     ...tenantTool,

@@ -234,14 +234,21 @@ export class DeliveryWorker {
       const attemptedAt = new Date()
       let outcome: Outcome
       try {
-        const secret = decryptSecret(this.config.webhookSecretKey, d.subscriptionId, d.secretCiphertext)
+        const key = this.config.webhookSecretKey
+        const keys = [{ secret: decryptSecret(key, d.subscriptionId, d.secretCiphertext), scheme: d.signingScheme }]
+        if (d.previous) {
+          keys.push({
+            secret: decryptSecret(key, d.subscriptionId, d.previous.secretCiphertext),
+            scheme: d.previous.signingScheme
+          })
+        }
         outcome = await this.sender.send({
           targetUrl: d.targetUrl,
           eventId: d.eventId,
           topic: d.topic,
           attempt,
           body: d.body,
-          secret
+          keys
         })
       } catch (err) {
         outcome = {

@@ -2,8 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errorResponses, TENANT_ERRORS } from '../../../../schemas/errors.js'
 import { TenantParams } from '../../../../schemas/identity.js'
 import {
-  AttemptLog, AttemptLogQuery, CreateSubscriptionBody, CreatedSubscription, DeleteResult, DeliveryParams, ListQuery,
-  RetryAccepted, SubscriptionListing, SubscriptionParams
+  AttemptLog, AttemptLogQuery, CreateSubscriptionBody, CreatedSubscription, DeleteResult, DeliveryParams,
+  IdempotencyHeaders, ListQuery, ReplayAccepted, ReplayBody, RetryAccepted, RotatedSecret, RotateQuery,
+  SubscriptionListing, SubscriptionParams, TestSent
 } from '../../../../schemas/webhooks.js'
 
 /** Webhook subscriptions of the calling install, each a call into `app.webhooks` (plugins/webhooks). */
@@ -54,6 +55,42 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
       response: { 200: AttemptLog, ...errorResponses(...TENANT_ERRORS, 400, 404) }
     }
   }, async (request) => app.webhooks.attempts(request.principal!, request.params.subscriptionId, request.query.limit))
+
+  app.post(`${base}/:subscriptionId/rotate-secret`, {
+    schema: {
+      tags,
+      security,
+      summary: 'Rotate the signing secret, with an overlap',
+      params: SubscriptionParams,
+      querystring: RotateQuery,
+      response: { 200: RotatedSecret, ...errorResponses(...TENANT_ERRORS, 400, 404, 409) }
+    }
+  }, async (request) =>
+    app.webhooks.rotateSecret(request.principal!, request.params.subscriptionId, request.query.overlap_hours ?? 24))
+
+  app.post(`${base}/:subscriptionId/test`, {
+    schema: {
+      tags,
+      security,
+      summary: 'Send a webhook.test delivery to this subscription',
+      params: SubscriptionParams,
+      response: { 202: TestSent, ...errorResponses(...TENANT_ERRORS, 404, 409) }
+    }
+  }, async (request, reply) => reply.code(202).send(
+    await app.webhooks.sendTest(request.principal!, request.params.subscriptionId)))
+
+  app.post(`${base}/:subscriptionId/replay`, {
+    schema: {
+      tags,
+      security,
+      summary: 'Send again what was delivered (or failed) in a time range',
+      params: SubscriptionParams,
+      headers: IdempotencyHeaders,
+      body: ReplayBody,
+      response: { 202: ReplayAccepted, ...errorResponses(...TENANT_ERRORS, 400, 404, 409, 413, 415) }
+    }
+  }, async (request, reply) => reply.code(202).send(await app.webhooks.replay(request.principal!,
+    request.params.subscriptionId, request.body, request.headers['idempotency-key'])))
 
   app.post(`${base}/:subscriptionId/deliveries/:deliveryId/retry`, {
     schema: {

@@ -1,0 +1,203 @@
+// Webhooks as receivers' libraries see them (issue 10): real HTTPS deliveries verified with the Standard Webhooks
+// and Svix libraries' default constructors and by hand, through a secret rotation, plus test deliveries and replay.
+import { createHmac } from 'node:crypto'
+import t, { type Test } from 'tap'
+import { Webhook as StandardWebhook } from 'standardwebhooks'
+import { Webhook as SvixWebhook } from 'svix'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { AppInstance } from '../app.js'
+import { encryptSecret } from '../plugins/webhooks/signing.js'
+import { bearer, build, eventually, install, type Installed } from './helper.js'
+import { startReceiver, type Received } from './receiver.js'
+
+const hooks = (i: Installed) => `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`
+const ENV = (caFile: string, extra: Record<string, string> = {}) => ({
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  WEBHOOK_CA_FILE: caFile,
+  ...extra
+})
+
+async function subscribe (app: AppInstance, i: Installed, url: string) {
+  const res = await app.inject({
+    method: 'POST',
+    url: hooks(i),
+    headers: bearer(i.accessToken),
+    payload: { topics: ['invoice.paid'], target_url: url }
+  })
+  if (res.statusCode !== 201) throw new Error(res.body)
+  return res.json() as { id: string, signing_secret: string }
+}
+
+async function publish (app: AppInstance, i: Installed, data: object = { invoice: 'inv_1' }) {
+  return (await app.inject({
+    method: 'POST',
+    url: '/events',
+    headers: bearer(app.config.eventsToken),
+    payload: { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data }
+  })).json() as { id: string }
+}
+
+const headersOf = (r: Received): Record<string, string> =>
+  Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)]))
+
+/** Which of these secrets verify the delivery, with each library and the spec header by hand. */
+function verifiers (r: Received, secret: string) {
+  const tryIt = (f: () => unknown): boolean => { try { f(); return true } catch { return false } }
+  return {
+    standardwebhooks: tryIt(() => new StandardWebhook(secret).verify(r.body, headersOf(r))),
+    svix: tryIt(() => new SvixWebhook(secret).verify(r.body, headersOf(r))),
+    spec: r.headers['x-service-signature'] === createHmac('sha256', secret).update(r.body).digest('hex')
+  }
+}
+const ALL = { standardwebhooks: true, svix: true, spec: true }
+
+t.test('Standard Webhooks and Svix verify deliveries with their default constructors, through a rotation',
+  async t => {
+    const receiver = await startReceiver(t)
+    const app = await build(t, ENV(receiver.caFile))
+    const i = await install(app)
+    const sub = await subscribe(app, i, receiver.url)
+    t.match(sub.signing_secret, /^whsec_[A-Za-z0-9+/]{43}=$/, 'whsec_ and 32 bytes in standard base64')
+
+    await publish(app, i)
+    const [first] = await receiver.waitFor(1)
+    t.same(verifiers(first!, sub.signing_secret), ALL, 'before a rotation')
+
+    const rotate = (query: string) => app.inject({
+      method: 'POST', url: `${hooks(i)}/${sub.id}/rotate-secret${query}`, headers: bearer(i.accessToken)
+    })
+    const rotated = await rotate('')
+    t.equal(rotated.statusCode, 200, rotated.body)
+    const { signing_secret: next, previous_secret_expires_at: until } = rotated.json()
+    t.not(next, sub.signing_secret)
+    const hours = (Date.parse(until) - Date.now()) / 3_600_000
+    t.ok(hours > 23.9 && hours <= 24, 'the default overlap is 24 h')
+
+    await publish(app, i)
+    const during = (await receiver.waitFor(2))[1]!
+    t.same(verifiers(during, sub.signing_secret), ALL, 'during the overlap a receiver with the old secret verifies')
+    t.same(verifiers(during, next), { ...ALL, spec: false },
+      '... and one with the new secret, through webhook-signature (X-Service-Signature keeps the old secret)')
+    t.equal(String(during.headers['webhook-signature']).split(' ').length, 2, 'two signatures, space-separated')
+
+    // A second rotation with a short overlap: after it, only the newest secret verifies.
+    const short = await rotate('?overlap_hours=0.0005')
+    const newest = short.json().signing_secret as string
+    await new Promise(resolve => setTimeout(resolve, 2_500))
+    await publish(app, i)
+    const after = (await receiver.waitFor(3))[2]!
+    t.same(verifiers(after, newest), ALL, 'after the overlap the new secret verifies everywhere')
+    t.same(verifiers(after, next), { standardwebhooks: false, svix: false, spec: false }, 'and the old one nowhere')
+
+    const none = await rotate('?overlap_hours=0')
+    t.equal(none.json().previous_secret_expires_at, null, 'overlap 0: the old secret stops at once')
+    t.equal((await rotate('?overlap_hours=169')).statusCode, 400, 'at most 168 hours')
+    const other = await install(app)
+    const foreign = await app.inject({
+      method: 'POST', url: `${hooks(other)}/${sub.id}/rotate-secret`, headers: bearer(other.accessToken)
+    })
+    t.equal(foreign.statusCode, 404, "another app's subscription is not found")
+  })
+
+t.test('a subscription from before Standard Webhooks keeps verifying as it did', async t => {
+  const receiver = await startReceiver(t)
+  const app = await build(t, ENV(receiver.caFile))
+  const i = await install(app)
+  const sub = await subscribe(app, i, receiver.url)
+  // As migration 005 finds a row made earlier: a base64url secret, marked legacy.
+  const legacy = 'whsec_' + 'Ab-_'.repeat(10) + 'xyz'
+  await app.db.query("update webhook_subscriptions set secret_ciphertext = $2, signing_scheme = 'legacy' where id = $1",
+    [sub.id, encryptSecret(app.config.webhookSecretKey, sub.id, legacy)])
+  const event = await publish(app, i)
+  const [r] = await receiver.waitFor(1)
+  const ts = String(r!.headers['webhook-timestamp'])
+  const keyedWithString = createHmac('sha256', legacy).update(`${event.id}.${ts}.`).update(r!.body).digest('base64')
+  t.equal(r!.headers['webhook-signature'], `v1,${keyedWithString}`, 'webhook-signature keyed with the whole string')
+  t.equal(verifiers(r!, legacy).spec, true, 'X-Service-Signature unchanged')
+})
+
+t.test('test deliveries, through REST and MCP', async t => {
+  const receiver = await startReceiver(t)
+  const app = await build(t, ENV(receiver.caFile))
+  const i = await install(app)
+  const sub = await subscribe(app, i, receiver.url)
+  const sent = await app.inject({ method: 'POST', url: `${hooks(i)}/${sub.id}/test`, headers: bearer(i.accessToken) })
+  t.equal(sent.statusCode, 202, sent.body)
+  t.match(sent.json(), { delivery_id: /^dlv_/, event_id: /^evt_/, status: 'pending' })
+  const [r] = await receiver.waitFor(1)
+  t.equal(r!.headers['x-service-topic'], 'webhook.test')
+  t.same(verifiers(r!, sub.signing_secret), ALL, 'signed like any delivery')
+  t.match(JSON.parse(r!.body.toString()), { topic: 'webhook.test', data: { subscription_id: sub.id } })
+  const log = await eventually(async () => (await app.inject({
+    method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries`, headers: bearer(i.accessToken)
+  })).json().attempts, { until: (a: unknown[]) => a.length === 1 })
+  t.match(log[0], { delivery_id: sent.json().delivery_id, topic: 'webhook.test', response_status: 200 })
+
+  const other = await install(app)
+  const foreign = await app.inject({
+    method: 'POST', url: `${hooks(other)}/${sub.id}/test`, headers: bearer(other.accessToken)
+  })
+  t.equal(foreign.statusCode, 404, "another app's subscription is not found")
+
+  const client = await mcpClient(t, app, i)
+  const viaMcp = await client.callTool({ name: 'send_test_webhook', arguments: { subscription_id: sub.id } })
+  t.match(viaMcp.structuredContent, { delivery_id: /^dlv_/, status: 'pending' }, 'the MCP tool does the same')
+  await receiver.waitFor(2)
+  const refused = await client.callTool({ name: 'send_test_webhook', arguments: { subscription_id: 'whs_nope' } })
+  t.equal(refused.isError, true, 'an unknown subscription is a tool error')
+})
+
+async function mcpClient (t: Test, app: AppInstance, i: Installed) {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  const client = new Client({ name: 'tap', version: '1.0.0' })
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`),
+    { requestInit: { headers: bearer(i.accessToken) } }))
+  t.teardown(() => client.close())
+  return client
+}
+
+t.test('replay: failed deliveries again, idempotent, bounded, through REST and MCP', async t => {
+  const receiver = await startReceiver(t, (_r, res) => { res.statusCode = 500; res.end('down') })
+  // One retry a moment later, then the delivery has failed for good; one replay takes at most 3.
+  const app = await build(t, ENV(receiver.caFile, { WEBHOOK_RETRY_SCHEDULE: '0', WEBHOOK_REPLAY_LIMIT: '3' }))
+  const i = await install(app)
+  const sub = await subscribe(app, i, receiver.url)
+  const since = new Date(Date.now() - 1000).toISOString()
+  for (let n = 0; n < 4; n++) await publish(app, i, { n })
+  await eventually(async () => (await app.db.query<{ n: number }>(
+    "select count(*)::int as n from webhook_deliveries where subscription_id = $1 and status = 'failed'", [sub.id]
+  ))[0]!.n, { until: n => n === 4, what: 'four deliveries failed for good' })
+  receiver.respond = (_r, res) => res.end('ok')
+  const before = receiver.received.length
+
+  const replay = (body: object, key?: string) => app.inject({
+    method: 'POST',
+    url: `${hooks(i)}/${sub.id}/replay`,
+    headers: { ...bearer(i.accessToken), ...(key ? { 'idempotency-key': key } : {}) },
+    payload: body
+  })
+  const first = await replay({ since }, 'k1')
+  t.equal(first.statusCode, 202, first.body)
+  t.match(first.json(), { replayed: 3, truncated: true, status: 'failed', since }, 'bounded: 3 of the 4')
+  t.same((await replay({ since }, 'k1')).json(), first.json(), 'the same key: the first answer, nothing more')
+  t.equal((await replay({ since, status: 'all' }, 'k1')).statusCode, 409, 'the same key with other parameters')
+  await receiver.waitFor(before + 3)
+
+  const client = await mcpClient(t, app, i)
+  const rest = await client.callTool({
+    name: 'replay_webhook_deliveries', arguments: { subscription_id: sub.id, since }
+  })
+  t.match(rest.structuredContent, { replayed: 1, truncated: false }, `the MCP tool replays the one left ${
+    JSON.stringify(rest.content)}`)
+  await receiver.waitFor(before + 4)
+  const bodies = receiver.received.slice(before).map(r => JSON.parse(r.body.toString()).data.n).sort()
+  t.same(bodies, [0, 1, 2, 3], 'each failed event arrived once more')
+  t.equal((await replay({ since: new Date().toISOString(), until: since })).statusCode, 400, 'since after until')
+  const other = await install(app)
+  const foreign = await app.inject({
+    method: 'POST', url: `${hooks(other)}/${sub.id}/replay`, headers: bearer(other.accessToken), payload: { since }
+  })
+  t.equal(foreign.statusCode, 404, "another app's subscription is not found")
+})
