@@ -113,7 +113,8 @@ t.test('at connection time the resolved address is checked and used', async t =>
   const name = await loopbackName()
   const strict = new Sender({ allowPrivate: false, caFile: receiver.caFile, connections: 4 })
   t.teardown(() => strict.close())
-  const attempt = { eventId: 'evt_1', topic: 'invoice.paid', attempt: 1, body: '{}', keys: [{ secret: 'whsec_x', scheme: 'standard' as const }] }
+  const keys = [{ secret: 'whsec_x', scheme: 'standard' as const }]
+  const attempt = { eventId: 'evt_1', topic: 'invoice.paid', attempt: 1, body: '{}', keys }
   const literal = await strict.send({ ...attempt, targetUrl: receiver.url })
   t.match(literal, { status: 0, error: /refused/ }, 'a private literal is refused before connecting')
   if (name) {

@@ -361,7 +361,8 @@ export function createWebhookStore (db: Db) {
             [subscriptionId, r.key, r.fingerprint])
           if (!claimed) {
             // The first request with this key has committed (its row lock is held until then): its answer stands.
-            const [first] = await q.query<{ fingerprint: string, replayed: number, truncated: boolean, until_at: Date }>(
+            type First = { fingerprint: string, replayed: number, truncated: boolean, until_at: Date }
+            const [first] = await q.query<First>(
               `select fingerprint, replayed, truncated, until_at from webhook_replays
                 where subscription_id = $1 and idempotency_key = $2`, [subscriptionId, r.key])
             if (first!.fingerprint !== r.fingerprint) return 'conflict'
