@@ -18,6 +18,11 @@ export const TOPIC_DESCRIPTIONS: Record<string, string> = {
   'jobwork_challan.overdue': 'Planned: a job-work challan is overdue.'
 }
 
+/** Test deliveries' topic: sent only on request, to one subscription (POST …/test); no subscription lists it. */
+export const TEST_TOPIC = 'webhook.test'
+TOPIC_DESCRIPTIONS[TEST_TOPIC] = 'A test delivery, sent only when asked for (POST …/webhooks/{id}/test) and only to ' +
+  'that subscription. Subscriptions cannot list it.'
+
 export type TopicKind = 'emitted' | 'planned' | 'unknown'
 
 export function topicKind (topic: string): TopicKind {

@@ -2,8 +2,8 @@ import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import { VERSION } from '../lib/root.js'
 import { WIRED_SCOPES } from '../lib/scopes.js'
-import { EMITTED_TOPICS, TOPIC_DESCRIPTIONS } from '../lib/topics.js'
-import { DeliveryPayload } from '../schemas/webhooks.js'
+import { EMITTED_TOPICS, TEST_TOPIC, TOPIC_DESCRIPTIONS } from '../lib/topics.js'
+import { payloadSchema } from '../schemas/webhooks.js'
 
 const header = (name: string, description: string) => ({
   name,
@@ -16,7 +16,7 @@ const header = (name: string, description: string) => ({
 /** One entry per emitted topic: what the service POSTs to a subscriber's target_url (docs/rules.md#delivery). */
 function deliveryWebhooks () {
   return Object.fromEntries(
-    EMITTED_TOPICS.map(topic => [
+    [...EMITTED_TOPICS, TEST_TOPIC].map(topic => [
       topic,
       {
         post: {
@@ -33,16 +33,14 @@ function deliveryWebhooks () {
             header('X-Service-Delivery-Attempt', '1 for the first attempt, then 2, 3…'),
             header('webhook-id', 'Standard Webhooks: the event id.'),
             header('webhook-timestamp', 'Standard Webhooks: Unix seconds of this attempt.'),
-            header('webhook-signature', 'Standard Webhooks: v1,<base64 HMAC-SHA256 of "id.timestamp.body">.')
+            header('webhook-signature', 'Standard Webhooks: v1,<base64 HMAC-SHA256 of "id.timestamp.body">, keyed ' +
+              'with the base64-decoded bytes after whsec_; two, space-separated, during a rotation.')
           ],
           requestBody: {
             required: true,
             content: {
               'application/json': {
-                schema: {
-                  ...DeliveryPayload,
-                  properties: { ...DeliveryPayload.properties, topic: { type: 'string', const: topic } }
-                }
+                schema: payloadSchema(topic)
               }
             }
           },

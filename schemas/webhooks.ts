@@ -1,4 +1,5 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type TSchema } from '@sinclair/typebox'
+import { EMITTED_TOPICS, PLANNED_TOPICS, TEST_TOPIC, TOPIC_DESCRIPTIONS } from '../lib/topics.js'
 import { TenantParams } from './identity.js'
 
 const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' })
@@ -101,7 +102,7 @@ export const RetryAccepted = Type.Object(
   { additionalProperties: false }
 )
 
-/** The body every delivery POSTs (docs/rules.md#delivery), for the OpenAPI `webhooks` section. */
+/** The body every delivery POSTs (docs/rules.md#delivery). */
 export const DeliveryPayload = Type.Object({
   id: Type.String({ description: 'Event id, stable across retries (also X-Service-Event-Id).' }),
   topic: Type.String(),
@@ -109,6 +110,36 @@ export const DeliveryPayload = Type.Object({
   org_ref_id: Type.String(),
   entity_ref_id: Type.String(),
   data: Type.Record(Type.String(), Type.Unknown())
+})
+
+const TOPIC_DATA: Record<string, TSchema> = {
+  [TEST_TOPIC]: Type.Object({
+    subscription_id: Type.String({ description: 'The subscription the test was sent to.' }),
+    message: Type.String()
+  }, { additionalProperties: false })
+}
+
+/**
+ * The payload of one topic: the envelope with its topic fixed, and its `data`. The accounting system defines the
+ * `data` of business events (the spec shows none), so theirs is any object.
+ */
+export function payloadSchema (topic: string) {
+  return Type.Object({
+    ...DeliveryPayload.properties,
+    topic: Type.Literal(topic),
+    data: TOPIC_DATA[topic] ?? Type.Record(Type.String(), Type.Unknown(), {
+      description: 'As the accounting system published it.'
+    })
+  }, { additionalProperties: false, title: `${topic} payload` })
+}
+
+export const EventTypes = Type.Object({
+  event_types: Type.Array(Type.Object({
+    name: Type.String(),
+    status: Type.Union([Type.Literal('emitted'), Type.Literal('planned')]),
+    description: Type.String(),
+    payload_schema: Type.Unknown({ description: 'JSON Schema of the delivery body of this topic.' })
+  }, { additionalProperties: false }))
 })
 
 export const RotateQuery = Type.Object({
@@ -160,3 +191,16 @@ export const IdempotencyHeaders = Type.Object({
     description: 'A repeat with the same key gets the first answer instead of a second replay.'
   }))
 })
+
+/**
+ * The event catalog (`GET /public/v1/event-types`, the `list_event_types` tool): every topic with the schema of its
+ * delivery body, the same schemas as the OpenAPI document's `webhooks` section.
+ */
+export function eventCatalog () {
+  return {
+    event_types: [
+      ...[...EMITTED_TOPICS, TEST_TOPIC].map(name => ({ name, status: 'emitted' as const })),
+      ...PLANNED_TOPICS.map(name => ({ name, status: 'planned' as const }))
+    ].map(t => ({ ...t, description: TOPIC_DESCRIPTIONS[t.name]!, payload_schema: payloadSchema(t.name) }))
+  }
+}

@@ -69,6 +69,7 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
     'get_invoice',
     'list_bills',
     'list_customers',
+    'list_event_types',
     'list_invoices',
     'list_webhook_deliveries',
     'list_webhook_subscriptions',

@@ -46,12 +46,17 @@ t.test('the OpenAPI document is valid 3.1 and complete for /public/v1', async t 
     [`${W}/{subscriptionId}/deliveries`]: { get: ['200', '400', '401', '403', '404', '429', '500', '503'] },
     [`${W}/{subscriptionId}/deliveries/{deliveryId}/retry`]: {
       post: ['202', '401', '403', '404', '409', '429', '500', '503']
+    },
+    [`${W}/{subscriptionId}/rotate-secret`]: { post: ['200', '400', '401', '403', '404', '409', '429', '500', '503'] },
+    [`${W}/{subscriptionId}/test`]: { post: ['202', '401', '403', '404', '409', '429', '500', '503'] },
+    [`${W}/{subscriptionId}/replay`]: {
+      post: ['202', '400', '401', '403', '404', '409', '413', '415', '429', '500', '503']
     }
   }
   const publicPaths = Object.keys(doc.paths).filter(p => p.startsWith('/public/v1'))
   t.same(
     publicPaths.sort(),
-    [...Object.keys(expected), ...Object.keys(webhookRoutes)].sort(),
+    [...Object.keys(expected), ...Object.keys(webhookRoutes), '/public/v1/event-types'].sort(),
     'every /public/v1 route, and only routes'
   )
   for (const [path, methods] of Object.entries(webhookRoutes)) {
@@ -61,7 +66,9 @@ t.test('the OpenAPI document is valid 3.1 and complete for /public/v1', async t 
       t.same(op.security, [{ accessToken: [] }], `${method} ${path} security`)
     }
   }
-  t.same(Object.keys(doc.webhooks).sort(), ['bill.created', 'invoice.paid'], 'the delivery payload, per emitted topic')
+  t.same(Object.keys(doc.webhooks).sort(), ['bill.created', 'invoice.paid', 'webhook.test'],
+    'the delivery payload, per emitted topic and the test topic')
+  t.same(doc.paths['/public/v1/event-types'].get.security, [], 'the event catalog needs no token')
   t.match(doc.webhooks['invoice.paid'].post.requestBody.content['application/json'].schema.required, [
     'id',
     'topic',

@@ -2,6 +2,8 @@
 // and Svix libraries' default constructors and by hand, through a secret rotation, plus test deliveries and replay.
 import { createHmac } from 'node:crypto'
 import t, { type Test } from 'tap'
+import { Ajv } from 'ajv'
+import addFormats from 'ajv-formats'
 import { Webhook as StandardWebhook } from 'standardwebhooks'
 import { Webhook as SvixWebhook } from 'svix'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
@@ -200,4 +202,47 @@ t.test('replay: failed deliveries again, idempotent, bounded, through REST and M
     method: 'POST', url: `${hooks(other)}/${sub.id}/replay`, headers: bearer(other.accessToken), payload: { since }
   })
   t.equal(foreign.statusCode, 404, "another app's subscription is not found")
+})
+
+t.test('the event catalog: every topic with its schema, and what is delivered validates against it', async t => {
+  const receiver = await startReceiver(t)
+  const app = await build(t, ENV(receiver.caFile))
+  const catalog = await app.inject({ method: 'GET', url: '/public/v1/event-types' })
+  t.equal(catalog.statusCode, 200, 'no token needed: it is documentation')
+  const types = catalog.json().event_types as Array<{ name: string, status: string, payload_schema: object }>
+  t.same(types.map(e => `${e.name}:${e.status}`), ['invoice.paid:emitted', 'bill.created:emitted',
+    'webhook.test:emitted', 'work_order.released:planned', 'work_order.completed:planned', 'lot.created:planned',
+    'eco.released:planned', 'jobwork_challan.overdue:planned'])
+  const doc = (await app.inject({ method: 'GET', url: '/public/v1/openapi.json' })).json()
+  t.same(doc.webhooks['invoice.paid'].post.requestBody.content['application/json'].schema,
+    types[0]!.payload_schema, 'the same schema as the OpenAPI webhooks section')
+
+  const ajv = new Ajv({ strict: false })
+  addFormats.default(ajv)
+  const validators = Object.fromEntries(types.map(e => [e.name, ajv.compile(e.payload_schema)]))
+  const i = await install(app)
+  const res = await app.inject({
+    method: 'POST',
+    url: hooks(i),
+    headers: bearer(i.accessToken),
+    payload: { topics: ['invoice.paid', 'bill.created'], target_url: receiver.url }
+  })
+  const sub = res.json() as { id: string }
+  await publish(app, i, { invoice: 'inv_9', amount: { value: '12.50', currency: 'EUR' } })
+  await app.inject({
+    method: 'POST',
+    url: '/events',
+    headers: bearer(app.config.eventsToken),
+    payload: { topic: 'bill.created', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { bill: 'b_1' } }
+  })
+  await app.inject({ method: 'POST', url: `${hooks(i)}/${sub.id}/test`, headers: bearer(i.accessToken) })
+  for (const r of await receiver.waitFor(3)) {
+    const body = JSON.parse(r.body.toString())
+    const valid = validators[body.topic]!(body)
+    t.ok(valid, `${body.topic} validates: ${JSON.stringify(validators[body.topic]!.errors)}`)
+  }
+
+  const client = await mcpClient(t, app, i)
+  const viaMcp = await client.callTool({ name: 'list_event_types', arguments: {} })
+  t.same(viaMcp.structuredContent, catalog.json(), 'the MCP tool answers the same catalog')
 })

@@ -1,6 +1,6 @@
 import type { Static } from '@sinclair/typebox'
 import { randomToken } from '../../lib/crypto.js'
-import { topicKind } from '../../lib/topics.js'
+import { TEST_TOPIC, topicKind } from '../../lib/topics.js'
 import type { EventAccepted, EventBody } from '../../schemas/events.js'
 import type {
   AttemptLog,
@@ -17,8 +17,6 @@ import type { AttemptLogEntry, Subscription, WebhookStore } from './store.js'
 import { checkTargetUrl } from './target-guard.js'
 
 export const MAX_ACTIVE_PER_INSTALL = 50
-/** The topic of test deliveries: sent only on request, to one subscription; no subscription lists it. */
-export const TEST_TOPIC = 'webhook.test'
 
 const iso = (d: Date | null): string | null => d?.toISOString() ?? null
 

@@ -10,8 +10,8 @@ import {
 } from '../../schemas/mcp.js'
 import { Type } from '@sinclair/typebox'
 import {
-  AttemptLog, CreateSubscriptionBody, CreatedSubscription, DeleteResult, ReplayAccepted, ReplayBody,
-  SubscriptionListing, TestSent
+  AttemptLog, CreateSubscriptionBody, CreatedSubscription, DeleteResult, eventCatalog, EventTypes, ReplayAccepted,
+  ReplayBody, SubscriptionListing, TestSent
 } from '../../schemas/webhooks.js'
 import { READ_ONLY } from '../mcp/registry.js'
 import type { WebhookService } from './service.js'
@@ -39,6 +39,19 @@ export function addWebhookTools (mcp: FastifyInstance['mcp'], webhooks: WebhookS
       ...PLANNED_TOPICS.map(name => ({ name, status: 'planned' as const, description: TOPIC_DESCRIPTIONS[name]! }))
     ]
   }))
+
+  mcp.addTool({
+    name: 'list_event_types',
+    title: 'List event types',
+    description: 'Every webhook topic with its status and the JSON Schema of its delivery body (as ' +
+      'GET /public/v1/event-types).',
+    inputSchema: NoInput,
+    outputSchema: EventTypes,
+    annotations: READ_ONLY,
+    requiredScopes: [],
+    public: true,
+    tags: ['webhooks']
+  }, async () => eventCatalog())
 
   mcp.addTool({
     ...tenantTool,
