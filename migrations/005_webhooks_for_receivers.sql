@@ -26,3 +26,8 @@ create table webhook_replays (
   created_at timestamptz not null default now(),
   primary key (subscription_id, idempotency_key)
 );
+
+-- The delivery log that helps (null on attempts made before): what was sent, what came back, and why it failed.
+alter table webhook_attempts add column request_headers jsonb;
+alter table webhook_attempts add column response_headers jsonb;
+alter table webhook_attempts add column error_class text;

@@ -28,7 +28,8 @@ export const SubscriptionIdInput = Type.Object(
 export const ListDeliveriesInput = Type.Object(
   {
     subscription_id: Type.String({ minLength: 1 }),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, description: 'Default 50.' }))
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, description: 'Default 50.' })),
+    cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page.' }))
   },
   { additionalProperties: false }
 )

@@ -88,13 +88,27 @@ export const AttemptLog = Type.Object({
       duration_ms: Type.Integer(),
       response_status: Type.Integer({ description: '0 when there was no HTTP answer.' }),
       response_body: Type.Union([Type.String({ description: 'Up to 4 KiB of the answer.' }), Type.Null()]),
+      response_headers: Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()], {
+        description: 'The answer\'s headers; null without an answer (and on attempts made before they were kept).'
+      }),
+      request_headers: Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()], {
+        description: 'Every header sent, signatures included; never the secret.'
+      }),
       error: Type.Union([Type.String(), Type.Null()]),
+      error_class: Type.Union([Type.String(), Type.Null()], {
+        description: 'null on a 2xx; else http_status, redirect, timeout, connect_timeout, connection_refused, ' +
+          'connection_reset, dns, tls, blocked, network or internal.'
+      }),
       delivery_status: Type.Union(['pending', 'succeeded', 'failed', 'cancelled'].map(s => Type.Literal(s)))
     })
-  )
+  ),
+  next_cursor: Type.Union([Type.String(), Type.Null()], {
+    description: 'Pass as cursor for the next (older) page; null on the last page.'
+  })
 })
 export const AttemptLogQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 }))
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page.' }))
 })
 
 export const RetryAccepted = Type.Object(

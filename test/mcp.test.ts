@@ -222,7 +222,9 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
       args: { topics: ['bill.created'], target_url: 'https://hooks.example.com/2' },
       good: r => t.match(r, { topics: ['bill.created'] })
     },
-    list_webhook_deliveries: { args: { subscription_id: subId }, good: r => t.same(r, { attempts: [] }) },
+    list_webhook_deliveries: {
+      args: { subscription_id: subId }, good: r => t.same(r, { attempts: [], next_cursor: null })
+    },
     delete_webhook_subscription: { args: { subscription_id: subId }, good: r => t.same(r, { ok: true, modified: 1 }) },
     verify_webhook_signature: {
       args: {

@@ -246,3 +246,36 @@ t.test('the event catalog: every topic with its schema, and what is delivered va
   const viaMcp = await client.callTool({ name: 'list_event_types', arguments: {} })
   t.same(viaMcp.structuredContent, catalog.json(), 'the MCP tool answers the same catalog')
 })
+
+t.test('the delivery log: what was sent and what came back, a page at a time', async t => {
+  const receiver = await startReceiver(t, (_r, res) => {
+    res.writeHead(503, { 'x-receiver': 'busy', 'retry-after': '1' }).end('x'.repeat(5000))
+  })
+  const app = await build(t, ENV(receiver.caFile, { WEBHOOK_RETRY_SCHEDULE: '0' }))
+  const i = await install(app)
+  const sub = await subscribe(app, i, receiver.url)
+  for (let n = 0; n < 3; n++) await publish(app, i, { n })
+  const page = (query: string) => app.inject({
+    method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries${query}`, headers: bearer(i.accessToken)
+  })
+  await eventually(async () => (await page('?limit=200')).json().attempts.length, { until: n => n === 6 })
+  const first = (await page('?limit=4')).json()
+  t.equal(first.attempts.length, 4)
+  t.type(first.next_cursor, 'string')
+  const second = (await page(`?limit=4&cursor=${first.next_cursor}`)).json()
+  t.equal(second.attempts.length, 2, 'the rest')
+  t.equal(second.next_cursor, null, 'and no more')
+  const ids = [...first.attempts, ...second.attempts].map((a: { id: string }) => a.id)
+  t.equal(new Set(ids).size, 6, 'no attempt twice')
+
+  const a = first.attempts[0]
+  t.equal(a.response_status, 503)
+  t.equal(a.error_class, 'http_status')
+  t.equal(a.response_headers['x-receiver'], 'busy', 'the answer\'s headers')
+  t.equal(a.response_body.length, 4096, 'the first 4 KiB of the answer')
+  t.match(a.request_headers, {
+    'x-service-topic': 'invoice.paid', 'webhook-id': a.event_id, 'content-type': 'application/json'
+  })
+  t.notMatch(JSON.stringify(a), sub.signing_secret.slice(6), 'never the secret')
+  t.equal((await page('?cursor=nonsense')).statusCode, 400, 'a cursor this API did not give')
+})

@@ -7,11 +7,20 @@ export const CONNECT_TIMEOUT_MS = 5_000
 export const TOTAL_TIMEOUT_MS = 15_000
 const KEPT_RESPONSE_BYTES = 4096
 
+/** Why an attempt got no (good) answer, in a word a program can branch on (docs/rules.md#delivery-log). */
+export type ErrorClass =
+  | 'http_status' | 'redirect' | 'timeout' | 'connect_timeout' | 'connection_refused' | 'connection_reset' | 'dns'
+  | 'tls' | 'blocked' | 'network' | 'internal'
+
 export interface Outcome {
   /** HTTP status, 0 when there was no HTTP answer. */
   status: number
   responseBody: string | null
   error: string | null
+  errorClass: ErrorClass | null
+  /** What was sent: every header, signatures included (they are not secrets; the secret never leaves). */
+  requestHeaders: Record<string, string>
+  responseHeaders: Record<string, string> | null
   /** Seconds from a Retry-After header (429/503 only). */
   retryAfterS: number | null
   durationMs: number
@@ -26,6 +35,21 @@ export interface Attempt {
   /** The current secret first; during a rotation's overlap also the one it replaced. */
   keys: SigningKey[]
 }
+
+function classOf (code: string | undefined, name: string): ErrorClass {
+  if (name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout'
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'connect_timeout'
+  if (code === 'ECONNREFUSED') return 'connection_refused'
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') return 'connection_reset'
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'ENODATA') return 'dns'
+  if (code === 'ETARGETBLOCKED') return 'blocked'
+  if (code !== undefined && /CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) return 'tls'
+  return 'network'
+}
+
+const flat = (headers: Record<string, string | string[] | undefined>): Record<string, string> =>
+  Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)
+    .map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v!]))
 
 function parseRetryAfter (value: string | string[] | undefined): number | null {
   const v = Array.isArray(value) ? value[0] : value
@@ -54,33 +78,38 @@ export class Sender {
       durationMs: Math.round(performance.now() - started)
     })
     const url = new URL(a.targetUrl)
-    if (refusedLiteral(url, this.opts.allowPrivate)) {
-      return done({
-        status: 0,
-        responseBody: null,
-        error: 'refused: target is not an allowed HTTPS address',
-        retryAfterS: null
-      })
-    }
     const timestamp = Math.floor(Date.now() / 1000)
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': `marketplace-webhooks/${VERSION}`,
+      // During a rotation's overlap the spec's single signature stays on the secret receivers already hold
+      // (docs/decisions.md#webhooks-for-receivers-issue-10); webhook-signature carries both.
+      'x-service-signature': serviceSignature(a.keys.at(-1)!.secret, a.body),
+      'x-service-topic': a.topic,
+      'x-service-event-id': a.eventId,
+      'x-service-delivery-attempt': String(a.attempt),
+      'webhook-id': a.eventId,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': standardSignature(a.keys, a.eventId, timestamp, a.body)
+    }
+    const failed = (errorClass: ErrorClass, error: string): Outcome => done({
+      status: 0,
+      responseBody: null,
+      error,
+      errorClass,
+      requestHeaders: headers,
+      responseHeaders: null,
+      retryAfterS: null
+    })
+    if (refusedLiteral(url, this.opts.allowPrivate)) {
+      return failed('blocked', 'refused: target is not an allowed HTTPS address')
+    }
     try {
       const res = await request(url, {
         method: 'POST',
         dispatcher: this.agent,
         signal: AbortSignal.timeout(TOTAL_TIMEOUT_MS),
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': `marketplace-webhooks/${VERSION}`,
-          // During a rotation's overlap the spec's single signature stays on the secret receivers already hold
-          // (docs/decisions.md#webhook-signatures-issue-10); webhook-signature carries both.
-          'x-service-signature': serviceSignature(a.keys.at(-1)!.secret, a.body),
-          'x-service-topic': a.topic,
-          'x-service-event-id': a.eventId,
-          'x-service-delivery-attempt': String(a.attempt),
-          'webhook-id': a.eventId,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': standardSignature(a.keys, a.eventId, timestamp, a.body)
-        },
+        headers,
         body: a.body
       })
       const chunks: Buffer[] = []
@@ -96,17 +125,27 @@ export class Sender {
         res.statusCode === 429 || res.statusCode === 503 ? parseRetryAfter(res.headers['retry-after']) : null
       // Postgres text cannot hold NUL; the kept answer is for people to read.
       const text = Buffer.concat(chunks).toString('utf8').replace(/\0/g, '\uFFFD')
-      return done({ status: res.statusCode, responseBody: text, error: null, retryAfterS: retryAfter })
+      const ok = res.statusCode >= 200 && res.statusCode < 300
+      return done({
+        status: res.statusCode,
+        responseBody: text,
+        error: null,
+        errorClass: ok ? null : res.statusCode >= 300 && res.statusCode < 400 ? 'redirect' : 'http_status',
+        requestHeaders: headers,
+        responseHeaders: flat(res.headers),
+        retryAfterS: retryAfter
+      })
     } catch (err) {
       const e = err as Error & { code?: string, cause?: { code?: string, message?: string } }
       const code = e.code ?? e.cause?.code
+      const errorClass = classOf(code, e.name)
       const message =
-        e.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT'
+        errorClass === 'timeout'
           ? `timed out after ${TOTAL_TIMEOUT_MS / 1000} s`
-          : code === 'UND_ERR_CONNECT_TIMEOUT'
+          : errorClass === 'connect_timeout'
             ? `connect timed out after ${CONNECT_TIMEOUT_MS / 1000} s`
             : `${code ?? e.name}: ${e.cause?.message ?? e.message}`
-      return done({ status: 0, responseBody: null, error: message.slice(0, 500), retryAfterS: null })
+      return failed(errorClass, message.slice(0, 500))
     }
   }
 

@@ -46,9 +46,25 @@ const attemptView = (a: AttemptLogEntry): Static<typeof AttemptLog>['attempts'][
   duration_ms: a.durationMs,
   response_status: a.responseStatus,
   response_body: a.responseBody,
+  response_headers: a.responseHeaders,
+  request_headers: a.requestHeaders,
   error: a.error,
+  error_class: a.errorClass,
   delivery_status: a.deliveryStatus
 })
+
+/** A page boundary: the last attempt shown, opaque to clients. */
+const cursorOf = (a: AttemptLogEntry): string =>
+  Buffer.from(JSON.stringify([a.attemptedAt.toISOString(), a.id])).toString('base64url')
+
+function readCursor (cursor: string): { at: Date, id: string } {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string]
+    const date = new Date(at)
+    if (typeof id === 'string' && !Number.isNaN(date.getTime())) return { at: date, id }
+  } catch {}
+  throw errors.validation([{ location: 'querystring', path: '/cursor', message: 'is not a cursor this API gave' }])
+}
 
 interface ServiceOptions {
   secretKey: Buffer
@@ -112,10 +128,18 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
       return { ok: true, modified: (await store.deleteSubscription(p.installId, subscriptionId)) ? 1 : 0 }
     },
 
-    /** The subscription's attempts, newest first. */
-    async attempts (p: Principal, subscriptionId: string, limit = 50): Promise<Static<typeof AttemptLog>> {
+    /** The subscription's attempts, newest first, a page at a time. */
+    async attempts (
+      p: Principal, subscriptionId: string, limit = 50, cursor?: string
+    ): Promise<Static<typeof AttemptLog>> {
+      const before = cursor === undefined ? undefined : readCursor(cursor)
       const s = await owned(p, subscriptionId)
-      return { attempts: (await store.attempts(s.id, limit)).map(attemptView) }
+      const page = await store.attempts(s.id, limit + 1, before)
+      const shown = page.slice(0, limit)
+      return {
+        attempts: shown.map(attemptView),
+        next_cursor: page.length > limit ? cursorOf(shown.at(-1)!) : null
+      }
     },
 
     /**

@@ -50,6 +50,9 @@ export interface AttemptResult {
   status: number
   responseBody: string | null
   error: string | null
+  errorClass: string | null
+  requestHeaders: Record<string, string>
+  responseHeaders: Record<string, string> | null
   /** Null: done (succeeded or out of attempts). A date: pending again until then. */
   nextAttemptAt: Date | null
   succeeded: boolean
@@ -66,6 +69,9 @@ export interface AttemptLogEntry {
   responseStatus: number
   responseBody: string | null
   error: string | null
+  errorClass: string | null
+  requestHeaders: Record<string, string> | null
+  responseHeaders: Record<string, string> | null
   deliveryStatus: 'pending' | 'succeeded' | 'failed' | 'cancelled'
 }
 
@@ -260,7 +266,12 @@ export function createWebhookStore (db: Db) {
 
     insertEvent: (e: Static<typeof EventBody>) => insertEvent(db, e),
 
-    async attempts (subscriptionId: string, limit: number): Promise<AttemptLogEntry[]> {
+    /** Newest first; `before`: the page after the attempt with this (time, id), from a cursor. */
+    async attempts (
+      subscriptionId: string,
+      limit: number,
+      before?: { at: Date, id: string }
+    ): Promise<AttemptLogEntry[]> {
       const rows = await db.query<{
         id: string
         delivery_id: string
@@ -272,17 +283,21 @@ export function createWebhookStore (db: Db) {
         response_status: number
         response_body: string | null
         error: string | null
+        error_class: string | null
+        request_headers: Record<string, string> | null
+        response_headers: Record<string, string> | null
         delivery_status: AttemptLogEntry['deliveryStatus']
       }>(
         `select a.id, a.delivery_id, d.event_id, e.topic, a.attempt, a.attempted_at, a.duration_ms,
-                a.response_status, a.response_body, a.error, d.status as delivery_status
+                a.response_status, a.response_body, a.error, a.error_class, a.request_headers, a.response_headers,
+                d.status as delivery_status
            from webhook_attempts a
            join webhook_deliveries d on d.id = a.delivery_id
            join webhook_events e on e.id = d.event_id
-          where a.subscription_id = $1
+          where a.subscription_id = $1 and ($3::timestamptz is null or (a.attempted_at, a.id) < ($3, $4))
           order by a.attempted_at desc, a.id desc
           limit $2`,
-        [subscriptionId, limit]
+        [subscriptionId, limit, before?.at ?? null, before?.id ?? null]
       )
       return rows.map(r => ({
         id: r.id,
@@ -295,6 +310,9 @@ export function createWebhookStore (db: Db) {
         responseStatus: r.response_status,
         responseBody: r.response_body,
         error: r.error,
+        errorClass: r.error_class,
+        requestHeaders: r.request_headers,
+        responseHeaders: r.response_headers,
         deliveryStatus: r.delivery_status
       }))
     },
@@ -471,12 +489,15 @@ export function createWebhookStore (db: Db) {
       if (results.length === 0) return
       await q.query(
         `insert into webhook_attempts
-           (id, delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body, error)
-         select 'att_' || replace(gen_random_uuid()::text, '-', ''), r.*
+           (id, delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body, error,
+            error_class, request_headers, response_headers)
+         select 'att_' || replace(gen_random_uuid()::text, '-', ''), r.delivery_id, r.subscription_id, r.attempt,
+                r.attempted_at, r.duration_ms, r.response_status, r.response_body, r.error, r.error_class,
+                r.request_headers::jsonb, r.response_headers::jsonb
            from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
-                       $8::text[])
+                       $8::text[], $9::text[], $10::text[], $11::text[])
              as r(delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body,
-                  error)`,
+                  error, error_class, request_headers, response_headers)`,
         columns(
           results,
           r => r.deliveryId,
@@ -486,7 +507,10 @@ export function createWebhookStore (db: Db) {
           r => r.durationMs,
           r => r.status,
           r => r.responseBody,
-          r => r.error
+          r => r.error,
+          r => r.errorClass,
+          r => JSON.stringify(r.requestHeaders),
+          r => (r.responseHeaders ? JSON.stringify(r.responseHeaders) : null)
         )
       )
       // A delivery cancelled while its attempt was in flight stays cancelled.

@@ -121,7 +121,7 @@ export function addWebhookTools (mcp: FastifyInstance['mcp'], webhooks: WebhookS
     inputSchema: ListDeliveriesInput,
     outputSchema: AttemptLog,
     annotations: READ_ONLY
-  }, async (args, p) => webhooks.attempts(p, args.subscription_id, args.limit))
+  }, async (args, p) => webhooks.attempts(p, args.subscription_id, args.limit, args.cursor))
 
   mcp.addTool({
     name: 'verify_webhook_signature',

@@ -255,6 +255,9 @@ export class DeliveryWorker {
           status: 0,
           responseBody: null,
           error: `internal: ${(err as Error).message}`,
+          errorClass: 'internal',
+          requestHeaders: {},
+          responseHeaders: null,
           retryAfterS: null,
           durationMs: 0
         }
@@ -289,6 +292,9 @@ export class DeliveryWorker {
         status: outcome.status,
         responseBody: outcome.responseBody,
         error: outcome.error,
+        errorClass: outcome.errorClass,
+        requestHeaders: outcome.requestHeaders,
+        responseHeaders: outcome.responseHeaders,
         succeeded,
         nextAttemptAt: next
       })

@@ -54,7 +54,8 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
       querystring: AttemptLogQuery,
       response: { 200: AttemptLog, ...errorResponses(...TENANT_ERRORS, 400, 404) }
     }
-  }, async (request) => app.webhooks.attempts(request.principal!, request.params.subscriptionId, request.query.limit))
+  }, async (request) => app.webhooks.attempts(request.principal!, request.params.subscriptionId, request.query.limit,
+    request.query.cursor))
 
   app.post(`${base}/:subscriptionId/rotate-secret`, {
     schema: {
