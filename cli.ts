@@ -20,6 +20,9 @@ Commands:
   openapi [--out FILE]               write the OpenAPI document (default: stdout) without listening
   user-token --sub ID --org ORG --entity ENT [--entity ENT2 ...] [--ttl SECONDS]
                                      sign a development user session token with USER_SESSION_SECRET
+  events trigger TOPIC --org ORG --entity ENT [--url URL] [--data JSON]
+                                     publish a sample event to the running service with EVENTS_TOKEN
+                                     (development: the generated one), so that your subscriptions get it
   client-key disable|enable CLIENT_ID
                                      disable or enable any app's API key, including clients that registered
                                      themselves (Dynamic Client Registration, metadata documents)
@@ -61,6 +64,34 @@ async function openapi (args: string[]): Promise<void> {
   } else {
     process.stdout.write(doc)
   }
+}
+
+const SAMPLE_DATA: Record<string, object> = {
+  'invoice.paid': { invoice_id: 'inv_sample', amount: '125.00', currency: 'EUR', paid_at: '2026-01-01T12:00:00Z' },
+  'bill.created': { bill_id: 'bill_sample', amount: '80.00', currency: 'EUR', supplier: 'Sample Supplies Ltd' }
+}
+
+/** `events trigger`: what `stripe trigger` is to Stripe, a sample event through the real ingestion route. */
+async function eventsCommand (args: string[]): Promise<void> {
+  const [sub, topic, ...more] = args
+  const { values } = parseArgs({
+    args: more,
+    options: { org: { type: 'string' }, entity: { type: 'string' }, url: { type: 'string' }, data: { type: 'string' } }
+  })
+  if (sub !== 'trigger' || !topic || !values.org || !values.entity) {
+    process.stderr.write(`events trigger needs a topic, --org and --entity\n\n${USAGE}\n`)
+    process.exit(2)
+  }
+  const config = loadConfigOrExit()
+  const base = values.url ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`
+  const data = values.data ? JSON.parse(values.data) as object : (SAMPLE_DATA[topic] ?? { sample: true })
+  const res = await fetch(`${base}/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${config.eventsToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ topic, org_ref_id: values.org, entity_ref_id: values.entity, data })
+  })
+  process.stdout.write(`${res.status} ${await res.text()}\n`)
+  if (!res.ok) process.exitCode = 1
 }
 
 /** The operator's key switch: the same service call as the owner's route, for apps that have no owner. */
@@ -115,6 +146,7 @@ const commands: Record<string, () => Promise<void> | void> = {
   openapi: () => openapi(rest),
   'user-token': () => userToken(rest),
   'client-key': () => clientKey(rest),
+  events: () => eventsCommand(rest),
   help: () => { process.stdout.write(USAGE + '\n') }
 }
 const run = commands[command]

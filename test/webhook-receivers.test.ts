@@ -279,3 +279,34 @@ t.test('the delivery log: what was sent and what came back, a page at a time', a
   t.notMatch(JSON.stringify(a), sub.signing_secret.slice(6), 'never the secret')
   t.equal((await page('?cursor=nonsense')).statusCode, 400, 'a cursor this API did not give')
 })
+
+t.test('local development: the refusal names the variables, and events trigger publishes a sample', async t => {
+  const receiver = await startReceiver(t)
+  const strict = await build(t)
+  const i = await install(strict)
+  const refused = await strict.inject({
+    method: 'POST',
+    url: hooks(i),
+    headers: bearer(i.accessToken),
+    payload: { topics: ['invoice.paid'], target_url: receiver.url }
+  })
+  t.equal(refused.statusCode, 400)
+  t.match(refused.json().message, /WEBHOOK_ALLOW_PRIVATE_TARGETS=true .*WEBHOOK_CA_FILE/, 'says how to allow it')
+
+  const app = await build(t, ENV(receiver.caFile))
+  const j = await install(app)
+  await subscribe(app, j, receiver.url)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  // Not execFileSync: the service answering the command runs on this very event loop.
+  const { execFile } = await import('node:child_process')
+  const { promisify } = await import('node:util')
+  const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli.ts', 'events',
+    'trigger', 'invoice.paid', '--org', j.orgRefId, '--entity', j.entityRefId, '--url', `http://127.0.0.1:${port}`], {
+    env: { ...process.env, DATA_DIR: app.config.dataDir, DATABASE_URL: '', NODE_ENV: 'development' },
+    encoding: 'utf8'
+  })
+  t.match(out, /^202 \{"id":"evt_\w+","deliveries":1\}/, 'published with the development events token')
+  const [r] = await receiver.waitFor(1)
+  t.match(JSON.parse(r!.body.toString()), { topic: 'invoice.paid', data: { invoice_id: 'inv_sample' } })
+})

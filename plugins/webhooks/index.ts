@@ -22,7 +22,8 @@ export default fp(async (app) => {
   const service = createWebhookService(store, {
     secretKey: app.config.webhookSecretKey,
     allowPrivateTargets: app.config.webhookAllowPrivateTargets,
-    replayLimit: app.config.webhookReplayLimit
+    replayLimit: app.config.webhookReplayLimit,
+    development: app.config.nodeEnv !== 'production'
   })
   const metrics = app.hasDecorator('metrics') ? app.metrics : undefined
   const worker = app.config.webhookWorker

@@ -71,7 +71,12 @@ interface ServiceOptions {
   allowPrivateTargets: boolean
   /** At most this many deliveries are enqueued again by one replay; `truncated` says there were more. */
   replayLimit: number
+  /** Outside production a refused local target says how to allow it. */
+  development: boolean
 }
+
+const LOCAL_HINT = ' For local development, start the service with WEBHOOK_ALLOW_PRIVATE_TARGETS=true (and ' +
+  'WEBHOOK_CA_FILE=<your receiver\'s certificate> when it is self-signed).'
 
 /**
  * What the REST routes and the MCP tools both call. Every method that acts for an install takes its principal and
@@ -92,7 +97,10 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
       const unknown = input.topics.filter(t => topicKind(t) === 'unknown')
       if (unknown.length > 0) throw errors.unknownTopic(unknown)
       const problem = await checkTargetUrl(input.target_url, opts.allowPrivateTargets)
-      if (problem) throw errors.invalidTargetUrl(problem)
+      if (problem) {
+        const local = opts.development && /localhost|loopback|private|reserved/.test(problem)
+        throw errors.invalidTargetUrl(local ? problem + LOCAL_HINT : problem)
+      }
 
       const id = randomToken('whs_', 12)
       const secret = newSigningSecret()
