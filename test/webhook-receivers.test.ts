@@ -310,3 +310,22 @@ t.test('local development: the refusal names the variables, and events trigger p
   const [r] = await receiver.waitFor(1)
   t.match(JSON.parse(r!.body.toString()), { topic: 'invoice.paid', data: { invoice_id: 'inv_sample' } })
 })
+
+t.test('fair delivery: a tenant of endpoints that never answer does not hold back another tenant', async t => {
+  const held: Array<{ end: () => void }> = []
+  const hole = await startReceiver(t, (_r, res) => { held.push(res) })
+  const healthy = await startReceiver(t)
+  // Four slots: without fairness the dark tenant's hanging attempts would hold all of them for 15 s.
+  const app = await build(t, ENV(hole.caFile, { WEBHOOK_CONCURRENCY: '4' }))
+  const dark = await install(app)
+  for (let n = 0; n < 8; n++) await subscribe(app, dark, `${hole.url}?sub=${n}`)
+  for (let n = 0; n < 3; n++) await publish(app, dark, { n })
+  await hole.waitFor(1)
+  const light = await install(app)
+  await subscribe(app, light, healthy.url)
+  await publish(app, light)
+  const [arrived] = await healthy.waitFor(1, 10_000)
+  t.ok(arrived, 'the other tenant\'s delivery arrived while the dark tenant\'s attempts still hang (15 s each)')
+  t.equal(hole.received.length, 1, 'the dark tenant held one slot of four (a quarter), not all of them')
+  for (const res of held) res.end()
+})

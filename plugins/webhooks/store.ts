@@ -37,6 +37,25 @@ export interface ClaimedDelivery {
   previous: { secretCiphertext: string, signingScheme: SigningScheme } | null
   /** False when the subscription or its install is no longer active, or the app's key is off: cancel, don't send. */
   deliverable: boolean
+  /** The subscription's tenant, `org/entity`: the unit of fairness. */
+  tenant: string
+  /** Not yet proven (no success yet) or failing now: its attempts may hang, so they run in a capped lane. */
+  slow: boolean
+}
+
+/** What a worker holds in its slow lane now, so that a claim leaves room for everyone else (see claim()). */
+export interface Lanes {
+  /** Subscriptions at their cap of slow attempts in flight. */
+  fullSubscriptions: string[]
+  /** Tenants whose slow lane is full. */
+  fullTenants: string[]
+  /** Slow attempts this claim may still start. */
+  slowRoom: number
+  /** Slow attempts in flight, per subscription and per tenant. */
+  slowBySubscription: Record<string, number>
+  slowByTenant: Record<string, number>
+  perSubscription: number
+  perTenant: number
 }
 
 /** The outcome of one attempt, as the worker records it. */
@@ -428,7 +447,12 @@ export function createWebhookStore (db: Db) {
       })
     },
 
-    async claim (workerId: string, limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
+    /**
+     * Claims up to `limit` due deliveries, fairly (docs/webhook-delivery.md#fair-delivery): candidates in due order,
+     * skipping subscriptions and tenants whose slow lane is full; then round-robin across subscriptions (each one's
+     * first due delivery before anyone's second), slow ones only as far as their lanes allow.
+     */
+    async claim (workerId: string, limit: number, leaseSeconds: number, lanes: Lanes): Promise<ClaimedDelivery[]> {
       const rows = await db.query<{
         id: string
         attempts: number
@@ -442,16 +466,43 @@ export function createWebhookStore (db: Db) {
         previous_secret_ciphertext: string | null
         previous_signing_scheme: SigningScheme | null
         deliverable: boolean
+        tenant: string
+        slow: boolean
       }>(
-        `with due as (
-           select id from webhook_deliveries
-            where status = 'pending' and next_attempt_at <= now() and (locked_until is null or locked_until < now())
-            order by next_attempt_at
+        `with candidates as (
+           select d.id, d.subscription_id, d.next_attempt_at, s.org_ref_id || '/' || s.entity_ref_id as tenant,
+                  not (s.consecutive_failures = 0 and coalesce(s.last_delivery_status between 200 and 299, false))
+                    as slow
+             from webhook_deliveries d join webhook_subscriptions s on s.id = d.subscription_id
+            where d.status = 'pending' and d.next_attempt_at <= now()
+              and (d.locked_until is null or d.locked_until < now())
+              and d.subscription_id <> all($4::text[])
+              and not ((s.consecutive_failures > 0 or s.last_delivery_status is null
+                        or s.last_delivery_status not between 200 and 299)
+                       and (s.org_ref_id || '/' || s.entity_ref_id = any($5::text[]) or $6 <= 0))
+            order by d.next_attempt_at
+            limit $1 * 4
+         ), ranked as (
+           select *, row_number() over (partition by subscription_id order by next_attempt_at, id) as sub_rank,
+                  row_number() over (partition by tenant, slow order by next_attempt_at, id) as tenant_rank
+             from candidates
+         ), allowed as (
+           select *, count(*) filter (where slow) over (order by sub_rank, next_attempt_at, id) as slow_rank
+             from ranked
+            where not slow
+               or (sub_rank + coalesce(($7::jsonb ->> subscription_id)::int, 0) <= $8
+                   and tenant_rank + coalesce(($9::jsonb ->> tenant)::int, 0) <= $10)
+         ), picked as (
+           select id from allowed where not slow or slow_rank <= $6
+            order by sub_rank, next_attempt_at, id
             limit $1
-            for update skip locked
+         ), locked as (
+           select d.id from webhook_deliveries d join picked p on p.id = d.id
+            where d.status = 'pending' and (d.locked_until is null or d.locked_until < now())
+            for update of d skip locked
          ), claimed as (
            update webhook_deliveries d set locked_by = $2, locked_until = now() + make_interval(secs => $3)
-             from due where d.id = due.id
+             from locked where d.id = locked.id
            returning d.id, d.attempts, d.event_id, d.subscription_id
          )
          select c.id, c.attempts, c.event_id, e.topic, e.body, c.subscription_id, s.target_url, s.secret_ciphertext,
@@ -459,13 +510,18 @@ export function createWebhookStore (db: Db) {
                 case when s.previous_secret_expires_at > now() then s.previous_secret_ciphertext end
                   as previous_secret_ciphertext,
                 s.previous_signing_scheme,
-                (s.is_active and i.status = 'active' and a.api_key_enabled) as deliverable
+                (s.is_active and i.status = 'active' and a.api_key_enabled) as deliverable,
+                s.org_ref_id || '/' || s.entity_ref_id as tenant,
+                not (s.consecutive_failures = 0 and coalesce(s.last_delivery_status between 200 and 299, false))
+                  as slow
            from claimed c
            join webhook_events e on e.id = c.event_id
            join webhook_subscriptions s on s.id = c.subscription_id
            join installs i on i.install_id = s.install_id
            join apps a on a.client_id = i.client_id`,
-        [limit, workerId, leaseSeconds]
+        [limit, workerId, leaseSeconds, lanes.fullSubscriptions, lanes.fullTenants, lanes.slowRoom,
+          JSON.stringify(lanes.slowBySubscription), lanes.perSubscription, JSON.stringify(lanes.slowByTenant),
+          lanes.perTenant]
       )
       return rows.map(r => ({
         id: r.id,
@@ -480,7 +536,9 @@ export function createWebhookStore (db: Db) {
         previous: r.previous_secret_ciphertext
           ? { secretCiphertext: r.previous_secret_ciphertext, signingScheme: r.previous_signing_scheme ?? 'legacy' }
           : null,
-        deliverable: r.deliverable
+        deliverable: r.deliverable,
+        tenant: r.tenant,
+        slow: r.slow
       }))
     },
 

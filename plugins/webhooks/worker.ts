@@ -11,11 +11,14 @@ import {
   type ClaimedDelivery,
   type CounterUpdate,
   type DisabledReason,
+  type Lanes,
   type WebhookStore
 } from './store.js'
 
 /** The poll that backs up notifications, and picks up retries as they fall due. */
 const POLL_MS = 1_000
+/** Slow attempts (no success yet, or failing) one subscription may have in flight. */
+const SLOW_PER_SUBSCRIPTION = 2
 const FLUSH_BATCH = 500
 const DRAIN_MS = TOTAL_TIMEOUT_MS + 2_000
 
@@ -117,6 +120,10 @@ export class DeliveryWorker {
   }
 
   private readonly sender: Sender
+  /** Slow attempts in flight (ClaimedDelivery.slow), by subscription and by tenant: the lanes claim() respects. */
+  private readonly slowBySubscription = new Map<string, number>()
+  private readonly slowByTenant = new Map<string, number>()
+  private slowInFlight = 0
   private pending: AttemptResult[] = []
   private flushing: Promise<void> | undefined
   private wake: (() => void) | undefined
@@ -200,7 +207,7 @@ export class DeliveryWorker {
       if (free > 0) {
         const started = performance.now()
         try {
-          claimed = await this.store.claim(this.status.id, free, lease)
+          claimed = await this.store.claim(this.status.id, free, lease, this.lanes(concurrency))
         } catch (err) {
           this.warn(err, 'claiming deliveries failed')
         }
@@ -209,6 +216,7 @@ export class DeliveryWorker {
         this.status.claimMs += performance.now() - started
         // Not awaited: attempts run side by side; each records its own outcome and never rejects.
         for (const delivery of claimed) {
+          if (delivery.slow) this.countSlow(delivery, 1)
           this.attempt(delivery).catch(err => this.warn(err, 'delivery attempt failed'))
         }
       }
@@ -221,6 +229,37 @@ export class DeliveryWorker {
         }
       })
     }
+  }
+
+  /**
+   * Fair delivery (docs/webhook-delivery.md#fair-delivery): attempts that may hang — to subscriptions with no
+   * success yet, or failing now — get at most 2 slots per subscription, a quarter of the slots per tenant and half
+   * of them in all, so that a tenant of dead endpoints cannot hold every slot for 15 s at a time.
+   */
+  private lanes (concurrency: number): Lanes {
+    const perSubscription = SLOW_PER_SUBSCRIPTION
+    const perTenant = Math.max(1, Math.floor(concurrency / 4))
+    const full = (m: Map<string, number>, cap: number) => [...m].filter(([, n]) => n >= cap).map(([k]) => k)
+    return {
+      fullSubscriptions: full(this.slowBySubscription, perSubscription),
+      fullTenants: full(this.slowByTenant, perTenant),
+      slowRoom: Math.max(1, Math.floor(concurrency / 2)) - this.slowInFlight,
+      slowBySubscription: Object.fromEntries(this.slowBySubscription),
+      slowByTenant: Object.fromEntries(this.slowByTenant),
+      perSubscription,
+      perTenant
+    }
+  }
+
+  private countSlow (d: ClaimedDelivery, delta: 1 | -1): void {
+    const add = (m: Map<string, number>, k: string) => {
+      const n = (m.get(k) ?? 0) + delta
+      if (n > 0) m.set(k, n)
+      else m.delete(k)
+    }
+    add(this.slowBySubscription, d.subscriptionId)
+    add(this.slowByTenant, d.tenant)
+    this.slowInFlight += delta
   }
 
   private async attempt (d: ClaimedDelivery): Promise<void> {
@@ -300,6 +339,7 @@ export class DeliveryWorker {
       })
     } finally {
       this.status.inFlight--
+      if (d.slow) this.countSlow(d, -1)
     }
     // A slot is free: claim more while this result is being written, and again once it is (a retry may be due).
     this.signal()
