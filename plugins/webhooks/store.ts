@@ -45,8 +45,8 @@ export interface ClaimedDelivery {
 
 /** What a worker holds in its slow lane now, so that a claim leaves room for everyone else (see claim()). */
 export interface Lanes {
-  /** Subscriptions at their cap of slow attempts in flight. */
-  fullSubscriptions: string[]
+  /** Subscriptions left out of the candidates: slow ones whose lane (their own, their tenant's, or all) is full. */
+  excluded: string[]
   /** Tenants whose slow lane is full. */
   fullTenants: string[]
   /** Slow attempts this claim may still start. */
@@ -448,13 +448,17 @@ export function createWebhookStore (db: Db) {
     },
 
     /**
-     * Claims up to `limit` due deliveries, fairly (docs/webhook-delivery.md#fair-delivery): candidates in due order,
-     * skipping subscriptions and tenants whose slow lane is full; then round-robin across subscriptions (each one's
-     * first due delivery before anyone's second), slow ones only as far as their lanes allow.
+     * Claims up to `limit` due deliveries, fairly (docs/webhook-delivery.md#fair-delivery). Candidates are the first
+     * due deliveries in due order, as cheap to find as an unfair claim, less those of `lanes.excluded` (subscriptions
+     * whose slow lane is full); among them, round-robin across subscriptions (each one's first due delivery before
+     * anyone's second), slow ones only as far as their lanes allow. `seen` tells the caller which candidates' were
+     * slow and not taken, so that its next claim leaves them out instead of finding them again.
      */
-    async claim (workerId: string, limit: number, leaseSeconds: number, lanes: Lanes): Promise<ClaimedDelivery[]> {
+    async claim (
+      workerId: string, limit: number, leaseSeconds: number, lanes: Lanes
+    ): Promise<{ claimed: ClaimedDelivery[], seen: Array<{ subscriptionId: string, tenant: string, slow: boolean }> }> {
       const rows = await db.query<{
-        id: string
+        id: string | null
         attempts: number
         event_id: string
         topic: string
@@ -469,19 +473,18 @@ export function createWebhookStore (db: Db) {
         tenant: string
         slow: boolean
       }>(
-        `with candidates as (
-           select d.id, d.subscription_id, d.next_attempt_at, s.org_ref_id || '/' || s.entity_ref_id as tenant,
-                  not (s.consecutive_failures = 0 and coalesce(s.last_delivery_status between 200 and 299, false))
-                    as slow
-             from webhook_deliveries d join webhook_subscriptions s on s.id = d.subscription_id
+        `with due as (
+           select d.id, d.subscription_id, d.next_attempt_at from webhook_deliveries d
             where d.status = 'pending' and d.next_attempt_at <= now()
               and (d.locked_until is null or d.locked_until < now())
               and d.subscription_id <> all($4::text[])
-              and not ((s.consecutive_failures > 0 or s.last_delivery_status is null
-                        or s.last_delivery_status not between 200 and 299)
-                       and (s.org_ref_id || '/' || s.entity_ref_id = any($5::text[]) or $6 <= 0))
             order by d.next_attempt_at
             limit $1 * 4
+         ), candidates as (
+           select due.*, s.org_ref_id || '/' || s.entity_ref_id as tenant,
+                  not (s.consecutive_failures = 0 and coalesce(s.last_delivery_status between 200 and 299, false))
+                    as slow
+             from due join webhook_subscriptions s on s.id = due.subscription_id
          ), ranked as (
            select *, row_number() over (partition by subscription_id order by next_attempt_at, id) as sub_rank,
                   row_number() over (partition by tenant, slow order by next_attempt_at, id) as tenant_rank
@@ -490,7 +493,8 @@ export function createWebhookStore (db: Db) {
            select *, count(*) filter (where slow) over (order by sub_rank, next_attempt_at, id) as slow_rank
              from ranked
             where not slow
-               or (sub_rank + coalesce(($7::jsonb ->> subscription_id)::int, 0) <= $8
+               or (tenant <> all($5::text[])
+                   and sub_rank + coalesce(($7::jsonb ->> subscription_id)::int, 0) <= $8
                    and tenant_rank + coalesce(($9::jsonb ->> tenant)::int, 0) <= $10)
          ), picked as (
            select id from allowed where not slow or slow_rank <= $6
@@ -518,28 +522,41 @@ export function createWebhookStore (db: Db) {
            join webhook_events e on e.id = c.event_id
            join webhook_subscriptions s on s.id = c.subscription_id
            join installs i on i.install_id = s.install_id
-           join apps a on a.client_id = i.client_id`,
-        [limit, workerId, leaseSeconds, lanes.fullSubscriptions, lanes.fullTenants, lanes.slowRoom,
+           join apps a on a.client_id = i.client_id
+         union all
+         select null, null, null, null, null, x.subscription_id, null, null, null, null, null, null, x.tenant, x.slow
+           from (select distinct subscription_id, tenant, slow from candidates
+                  where id not in (select id from claimed)) x`,
+        [limit, workerId, leaseSeconds, lanes.excluded, lanes.fullTenants, lanes.slowRoom,
           JSON.stringify(lanes.slowBySubscription), lanes.perSubscription, JSON.stringify(lanes.slowByTenant),
           lanes.perTenant]
       )
-      return rows.map(r => ({
-        id: r.id,
-        attempts: r.attempts,
-        eventId: r.event_id,
-        topic: r.topic,
-        body: r.body,
-        subscriptionId: r.subscription_id,
-        targetUrl: r.target_url,
-        secretCiphertext: r.secret_ciphertext,
-        signingScheme: r.signing_scheme,
-        previous: r.previous_secret_ciphertext
-          ? { secretCiphertext: r.previous_secret_ciphertext, signingScheme: r.previous_signing_scheme ?? 'legacy' }
-          : null,
-        deliverable: r.deliverable,
-        tenant: r.tenant,
-        slow: r.slow
-      }))
+      const claimed: ClaimedDelivery[] = []
+      const seen: Array<{ subscriptionId: string, tenant: string, slow: boolean }> = []
+      for (const r of rows) {
+        if (r.id === null) {
+          seen.push({ subscriptionId: r.subscription_id, tenant: r.tenant, slow: r.slow })
+          continue
+        }
+        claimed.push({
+          id: r.id,
+          attempts: r.attempts,
+          eventId: r.event_id,
+          topic: r.topic,
+          body: r.body,
+          subscriptionId: r.subscription_id,
+          targetUrl: r.target_url,
+          secretCiphertext: r.secret_ciphertext,
+          signingScheme: r.signing_scheme,
+          previous: r.previous_secret_ciphertext
+            ? { secretCiphertext: r.previous_secret_ciphertext, signingScheme: r.previous_signing_scheme ?? 'legacy' }
+            : null,
+          deliverable: r.deliverable,
+          tenant: r.tenant,
+          slow: r.slow
+        })
+      }
+      return { claimed, seen }
     },
 
     /** Appends attempts to the log and moves their deliveries on. */

@@ -19,6 +19,8 @@ import {
 const POLL_MS = 1_000
 /** Slow attempts (no success yet, or failing) one subscription may have in flight. */
 const SLOW_PER_SUBSCRIPTION = 2
+/** Slow subscriptions a worker remembers (the oldest forgotten first): each costs a few bytes and a claim filter. */
+const KNOWN_SLOW_MAX = 5_000
 const FLUSH_BATCH = 500
 const DRAIN_MS = TOTAL_TIMEOUT_MS + 2_000
 
@@ -124,6 +126,8 @@ export class DeliveryWorker {
   private readonly slowBySubscription = new Map<string, number>()
   private readonly slowByTenant = new Map<string, number>()
   private slowInFlight = 0
+  /** Subscriptions last seen slow, with their tenant: left out of claims while a lane they belong to is full. */
+  private readonly knownSlow = new Map<string, string>()
   private pending: AttemptResult[] = []
   private flushing: Promise<void> | undefined
   private wake: (() => void) | undefined
@@ -207,7 +211,9 @@ export class DeliveryWorker {
       if (free > 0) {
         const started = performance.now()
         try {
-          claimed = await this.store.claim(this.status.id, free, lease, this.lanes(concurrency))
+          const claim = await this.store.claim(this.status.id, free, lease, this.lanes(concurrency))
+          claimed = claim.claimed
+          for (const c of [...claim.claimed, ...claim.seen]) this.learn(c.subscriptionId, c.tenant, c.slow)
         } catch (err) {
           this.warn(err, 'claiming deliveries failed')
         }
@@ -239,16 +245,31 @@ export class DeliveryWorker {
   private lanes (concurrency: number): Lanes {
     const perSubscription = SLOW_PER_SUBSCRIPTION
     const perTenant = Math.max(1, Math.floor(concurrency / 4))
-    const full = (m: Map<string, number>, cap: number) => [...m].filter(([, n]) => n >= cap).map(([k]) => k)
+    const slowRoom = Math.max(1, Math.floor(concurrency / 2)) - this.slowInFlight
+    const fullTenants = new Set([...this.slowByTenant].filter(([, n]) => n >= perTenant).map(([t]) => t))
+    const excluded = [...this.knownSlow].filter(([sub, tenant]) =>
+      slowRoom <= 0 || fullTenants.has(tenant) || (this.slowBySubscription.get(sub) ?? 0) >= perSubscription
+    ).map(([sub]) => sub)
     return {
-      fullSubscriptions: full(this.slowBySubscription, perSubscription),
-      fullTenants: full(this.slowByTenant, perTenant),
-      slowRoom: Math.max(1, Math.floor(concurrency / 2)) - this.slowInFlight,
+      excluded,
+      fullTenants: [...fullTenants],
+      slowRoom,
       slowBySubscription: Object.fromEntries(this.slowBySubscription),
       slowByTenant: Object.fromEntries(this.slowByTenant),
       perSubscription,
       perTenant
     }
+  }
+
+  /** What a claim saw of a subscription: slow ones are remembered (a bounded number), healthy ones forgotten. */
+  private learn (subscriptionId: string, tenant: string, slow: boolean): void {
+    if (!slow) {
+      this.knownSlow.delete(subscriptionId)
+      return
+    }
+    this.knownSlow.delete(subscriptionId)
+    this.knownSlow.set(subscriptionId, tenant)
+    if (this.knownSlow.size > KNOWN_SLOW_MAX) this.knownSlow.delete(this.knownSlow.keys().next().value!)
   }
 
   private countSlow (d: ClaimedDelivery, delta: 1 | -1): void {
