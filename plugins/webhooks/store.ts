@@ -452,11 +452,17 @@ export function createWebhookStore (db: Db) {
      * due deliveries in due order, as cheap to find as an unfair claim, less those of `lanes.excluded` (subscriptions
      * whose slow lane is full); among them, round-robin across subscriptions (each one's first due delivery before
      * anyone's second), slow ones only as far as their lanes allow. `seen` tells the caller which candidates' were
-     * slow and not taken, so that its next claim leaves them out instead of finding them again.
+     * slow and not taken, so that its next claim leaves them out instead of finding them again; `picked` how many
+     * it chose, so that a claim that lost some to another worker's can be tried again at once.
      */
     async claim (
       workerId: string, limit: number, leaseSeconds: number, lanes: Lanes
-    ): Promise<{ claimed: ClaimedDelivery[], seen: Array<{ subscriptionId: string, tenant: string, slow: boolean }> }> {
+    ): Promise<{
+      claimed: ClaimedDelivery[]
+      seen: Array<{ subscriptionId: string, tenant: string, slow: boolean }>
+      /** Deliveries the claim chose, some of which another worker may have locked first. */
+      picked: number
+    }> {
       const rows = await db.query<{
         id: string | null
         attempts: number
@@ -472,6 +478,7 @@ export function createWebhookStore (db: Db) {
         deliverable: boolean
         tenant: string
         slow: boolean
+        picked: number
       }>(
         `with due as (
            select d.id, d.subscription_id, d.next_attempt_at from webhook_deliveries d
@@ -517,14 +524,16 @@ export function createWebhookStore (db: Db) {
                 (s.is_active and i.status = 'active' and a.api_key_enabled) as deliverable,
                 s.org_ref_id || '/' || s.entity_ref_id as tenant,
                 not (s.consecutive_failures = 0 and coalesce(s.last_delivery_status between 200 and 299, false))
-                  as slow
+                  as slow,
+                (select count(*)::int from picked) as picked
            from claimed c
            join webhook_events e on e.id = c.event_id
            join webhook_subscriptions s on s.id = c.subscription_id
            join installs i on i.install_id = s.install_id
            join apps a on a.client_id = i.client_id
          union all
-         select null, null, null, null, null, x.subscription_id, null, null, null, null, null, null, x.tenant, x.slow
+         select null, null, null, null, null, x.subscription_id, null, null, null, null, null, null, x.tenant, x.slow,
+                (select count(*)::int from picked)
            from (select distinct subscription_id, tenant, slow from candidates
                   where id not in (select id from claimed)) x`,
         [limit, workerId, leaseSeconds, lanes.excluded, lanes.fullTenants, lanes.slowRoom,
@@ -556,7 +565,7 @@ export function createWebhookStore (db: Db) {
           slow: r.slow
         })
       }
-      return { claimed, seen }
+      return { claimed, seen, picked: rows[0]?.picked ?? 0 }
     },
 
     /** Appends attempts to the log and moves their deliveries on. */

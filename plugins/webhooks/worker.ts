@@ -208,11 +208,14 @@ export class DeliveryWorker {
       this.woken = false
       const free = concurrency - this.status.inFlight
       let claimed: ClaimedDelivery[] = []
+      let lostRace = false
       if (free > 0) {
         const started = performance.now()
         try {
           const claim = await this.store.claim(this.status.id, free, lease, this.lanes(concurrency))
           claimed = claim.claimed
+          // Another worker locked some of what this claim chose first: there may be more to take right away.
+          lostRace = claim.claimed.length < claim.picked
           for (const c of [...claim.claimed, ...claim.seen]) this.learn(c.subscriptionId, c.tenant, c.slow)
         } catch (err) {
           this.warn(err, 'claiming deliveries failed')
@@ -226,7 +229,7 @@ export class DeliveryWorker {
           this.attempt(delivery).catch(err => this.warn(err, 'delivery attempt failed'))
         }
       }
-      if ((claimed.length > 0 && claimed.length === free) || this.woken) continue
+      if ((claimed.length > 0 && claimed.length === free) || lostRace || this.woken) continue
       await new Promise<void>(resolve => {
         const timer = setTimeout(resolve, POLL_MS)
         this.wake = () => {
