@@ -105,6 +105,7 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
   t.same(JSON.parse((whoami.content as Array<{ text: string }>)[0]!.text), me.json(), 'with a text copy')
 
   const { resources } = await client.listResources()
+  t.same((await client.listResourceTemplates()).resourceTemplates, [], 'resources/templates/list answers, empty')
   t.same(resources.map(r => r.uri).sort(), [
     'marketplace://docs/webhooks.md',
     'marketplace://openapi.json',

@@ -11,6 +11,7 @@ import {
   ErrorCode,
   isInitializeRequest,
   ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
   SUPPORTED_PROTOCOL_VERSIONS
@@ -91,6 +92,8 @@ export default fp(
         return result
       })
       server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: resourceList() }))
+      // No templates, but the method is part of the resources capability: clients (the Inspector) call it.
+      server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [] }))
       server.setRequestHandler(ReadResourceRequestSchema, async req => {
         const resource = resources.find(r => r.uri === req.params.uri)
         if (!resource) throw rpcError(-32002, `Resource not found: ${req.params.uri}`)
