@@ -4,7 +4,6 @@ import { randomToken, safeEqual, sha256 } from '../lib/crypto.js'
 import { redirectUriProblem } from '../lib/redirect-uris.js'
 import { isKnownScope, KNOWN_SCOPES, WIRED_SCOPES } from '../lib/scopes.js'
 import { ClientMetadataError, ClientMetadataFetcher, isMetadataUrl } from './client-metadata.js'
-import type { Queryable } from './db/index.js'
 import { errors } from './errors.js'
 
 export interface App {
@@ -110,7 +109,6 @@ declare module 'fastify' {
        */
       registerDynamic(input: DynamicRegistration): Promise<{ app: App, clientSecret?: string, existing: boolean }>
       listOwnedBy(ownerSub: string): Promise<App[]>
-      find(clientId: string, q?: Queryable): Promise<App | undefined>
       /**
        * The client behind a client_id: a registered app, or, for an https URL, the client its metadata document
        * describes (fetched, checked and cached as its caching headers allow). `discover: false` fetches only documents
@@ -218,11 +216,6 @@ export default fp(
           [ownerSub]
         )
         return rows.map(toApp)
-      },
-
-      async find (clientId: string, q: Queryable = db) {
-        const [row] = await q.query<Row>(`select ${COLUMNS} from apps where client_id = $1`, [clientId])
-        return row && toApp(row)
       },
 
       async resolve (clientId: string, { discover = true }: { discover?: boolean } = {}) {

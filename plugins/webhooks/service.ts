@@ -75,6 +75,7 @@ interface ServiceOptions {
   development: boolean
 }
 
+const INACTIVE = 'The subscription is not active; create a new one.'
 const LOCAL_HINT = ' For local development, start the service with WEBHOOK_ALLOW_PRIVATE_TARGETS=true (and ' +
   'WEBHOOK_CA_FILE=<your receiver\'s certificate> when it is self-signed).'
 
@@ -86,6 +87,13 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
   async function owned (p: Principal, subscriptionId: string): Promise<Subscription> {
     const s = await store.findSubscription(p.installId, subscriptionId)
     if (!s) throw errors.notFound('No such subscription among yours.')
+    return s
+  }
+
+  /** An owned subscription that can still be sent to: an inactive one is a conflict. */
+  async function active (p: Principal, subscriptionId: string): Promise<Subscription> {
+    const s = await owned(p, subscriptionId)
+    if (!s.isActive) throw errors.conflict(INACTIVE)
     return s
   }
 
@@ -159,7 +167,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
       const secret = newSigningSecret()
       const overlapS = Math.round(overlapHours * 3600)
       const rotated = await store.rotateSecret(s.id, encryptSecret(opts.secretKey, s.id, secret), overlapS)
-      if (!rotated) throw errors.conflict('The subscription is not active; create a new one.')
+      if (!rotated) throw errors.conflict(INACTIVE)
       return {
         id: s.id,
         signing_secret: secret,
@@ -169,8 +177,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
 
     /** A signed `webhook.test` event to this subscription only, through the queue; its delivery shows in the log. */
     async sendTest (p: Principal, subscriptionId: string) {
-      const s = await owned(p, subscriptionId)
-      if (!s.isActive) throw errors.conflict('The subscription is not active; create a new one.')
+      const s = await active(p, subscriptionId)
       const sent = await store.insertTestEvent({ id: s.id, orgRefId: p.orgRefId, entityRefId: p.entityRefId },
         TEST_TOPIC, { subscription_id: s.id, message: 'A test delivery, sent on request.' })
       return { event_id: sent.eventId, delivery_id: sent.deliveryId, status: 'pending' as const }
@@ -186,8 +193,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
       r: { since: string, until?: string | undefined, status?: 'failed' | 'all' | undefined },
       key: string | undefined
     ) {
-      const s = await owned(p, subscriptionId)
-      if (!s.isActive) throw errors.conflict('The subscription is not active; create a new one.')
+      const s = await active(p, subscriptionId)
       const since = new Date(r.since)
       const until = r.until === undefined ? new Date() : new Date(r.until)
       if (!(since < until)) {
@@ -210,8 +216,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
 
     /** Makes one of the subscription's deliveries due now, whatever its state. */
     async retry (p: Principal, subscriptionId: string, deliveryId: string): Promise<Static<typeof RetryAccepted>> {
-      const s = await owned(p, subscriptionId)
-      if (!s.isActive) throw errors.conflict('The subscription is not active; create a new one.')
+      const s = await active(p, subscriptionId)
       if (!(await store.retryNow(s.id, deliveryId))) throw errors.notFound('No such delivery for this subscription.')
       return { delivery_id: deliveryId, status: 'pending' }
     },

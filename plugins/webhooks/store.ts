@@ -149,6 +149,13 @@ const toSubscription = (r: SubscriptionRow): Subscription => ({
 /** Rows of `unnest(...)` arguments: one array per column, in the order the SQL names them. */
 const columns = <T>(rows: T[], ...pick: Array<(r: T) => unknown>): unknown[][] => pick.map(f => rows.map(f))
 
+/** The bytes every attempt of an event sends and signs, retries included (docs/rules.md#delivery). */
+function eventBody (id: string, topic: string, createdAt: Date, orgRefId: string, entityRefId: string, data: unknown) {
+  return JSON.stringify({
+    id, topic, created_at: createdAt.toISOString(), org_ref_id: orgRefId, entity_ref_id: entityRefId, data
+  })
+}
+
 /**
  * Stores an event and its fan-out to every matching active subscription in one statement, so in one round trip
  * and one transaction: the event, its deliveries and the wake-up notification exist together or not at all.
@@ -162,15 +169,7 @@ export async function insertEvent (
   createdAt = new Date()
 ): Promise<{ id: string, deliveries: number } | 'conflict'> {
   const id = randomToken('evt_', 16)
-  // These bytes are what every attempt sends and signs, retries included.
-  const body = JSON.stringify({
-    id,
-    topic: e.topic,
-    created_at: createdAt.toISOString(),
-    org_ref_id: e.org_ref_id,
-    entity_ref_id: e.entity_ref_id,
-    data: e.data
-  })
+  const body = eventBody(id, e.topic, createdAt, e.org_ref_id, e.entity_ref_id, e.data)
   const [row] = await q.query<{ inserted: boolean, deliveries: number }>(
     `with targets as (
        select s.id from webhook_subscriptions s
@@ -363,9 +362,7 @@ export function createWebhookStore (db: Db) {
     async insertTestEvent (s: { id: string, orgRefId: string, entityRefId: string }, topic: string, data: object) {
       const id = randomToken('evt_', 16)
       const createdAt = new Date()
-      const body = JSON.stringify({
-        id, topic, created_at: createdAt.toISOString(), org_ref_id: s.orgRefId, entity_ref_id: s.entityRefId, data
-      })
+      const body = eventBody(id, topic, createdAt, s.orgRefId, s.entityRefId, data)
       const [row] = await db.query<{ delivery_id: string }>(
         `with event as (
            insert into webhook_events (id, topic, org_ref_id, entity_ref_id, body, delivery_count, created_at)
@@ -522,11 +519,9 @@ export function createWebhookStore (db: Db) {
                   as previous_secret_ciphertext,
                 s.previous_signing_scheme,
                 (s.is_active and i.status = 'active' and a.api_key_enabled) as deliverable,
-                s.org_ref_id || '/' || s.entity_ref_id as tenant,
-                not (s.consecutive_failures = 0 and coalesce(s.last_delivery_status between 200 and 299, false))
-                  as slow,
-                (select count(*)::int from picked) as picked
+                k.tenant, k.slow, (select count(*)::int from picked) as picked
            from claimed c
+           join candidates k on k.id = c.id
            join webhook_events e on e.id = c.event_id
            join webhook_subscriptions s on s.id = c.subscription_id
            join installs i on i.install_id = s.install_id
