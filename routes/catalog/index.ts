@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { VERSION } from '../../lib/root.js'
 import { anyOrigin, preflight } from '../../lib/open-cors.js'
+import { knownResources } from '../../plugins/auth/tokens.js'
 import { WIRED_SCOPES } from '../../lib/scopes.js'
 import { PROTOCOL_REVISION, SERVER_NAME } from '../../plugins/mcp/index.js'
 import { describeTool } from '../../plugins/mcp/registry.js'
@@ -12,8 +13,9 @@ const DESCRIPTION =
 
 /** Discovery documents, all made from the one tool registry (docs/mcp.md#discovery-without-connecting). */
 const catalog: FastifyPluginAsyncTypebox = async app => {
-  const { mcpBaseUrl, publicBaseUrl } = app.config
-  const endpoint = `${mcpBaseUrl}/mcp`
+  const { publicBaseUrl } = app.config
+  // The protected resource's `resource` must be exactly what the token endpoint knows as the MCP resource (RFC 8707).
+  const endpoint = knownResources(app.config).mcp
   const schema = { hide: true }
   // Discovery documents: public, and read by browser-based clients from their own origin (lib/open-cors.ts).
   const discovery = { schema, onSend: anyOrigin }
