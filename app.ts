@@ -32,8 +32,8 @@ import docsRoutes from './routes/docs/index.js'
 import eventsRoutes from './routes/events/index.js'
 import mcpRoutes from './routes/mcp/index.js'
 import catalogRoutes from './routes/catalog/index.js'
+import { BODY_LIMIT } from './lib/limits.js'
 
-export const BODY_LIMIT = 64 * 1024
 /** Far deeper than any request needs; far shallower than what overflows the stack (thousands). */
 const MAX_JSON_DEPTH = 64
 

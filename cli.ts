@@ -2,65 +2,39 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
-import pino from 'pino'
-import { buildApp, buildWorker } from './app.js'
-import { openDb } from './plugins/db/index.js'
-import { migrate } from './plugins/db/migrate.js'
-import { loadConfig, StartupError } from './plugins/config.js'
-import { loadConfigOrExit, serve } from './server.js'
-import { signUserSession } from './plugins/auth/user-session.js'
+import { Command, CommanderError, InvalidArgumentError } from 'commander'
+import { VERSION } from './lib/root.js'
+import { StartupError } from './plugins/config.js'
 
-const USAGE = `Usage: marketplace-gateway <command> [options]
+// commander parses and answers --help, -h, `help [command]` and --version for every command and names unknown
+// commands and options itself (docs/tooling.md#the-command-line). Each action runs only after parsing succeeded, so
+// `serve --help` or `migrate --help` print and do nothing else; the actions import the app themselves, so that help
+// and usage errors answer without loading it.
 
-Commands:
-  serve                              run the service (the default; same as npm start)
-  worker                             run only a webhook delivery worker (needs DATABASE_URL)
-  migrate                            apply database migrations and exit
-  openapi [--out FILE]               write the OpenAPI document (default: stdout) without listening
-  user-token --sub ID --org ORG --entity ENT [--entity ENT2 ...] [--ttl SECONDS]
-                                     sign a development user session token with USER_SESSION_SECRET
-  events trigger TOPIC --org ORG --entity ENT [--url URL] [--data JSON]
-                                     publish a sample event to the running service with EVENTS_TOKEN
-                                     (development: the generated one), so that your subscriptions get it
-  client-key disable|enable CLIENT_ID
-                                     disable or enable any app's API key, including clients that registered
-                                     themselves (Dynamic Client Registration, metadata documents)
-
-Configuration comes from the environment; see README.md.`
+/** The configuration from the environment; a bad one prints what is wrong and exits. */
+const loadConfigOrExit = async () => (await import('./server.js')).loadConfigOrExit()
 
 /** A user session token as the accounting system would issue it (HS256, aud user_session). */
-function userToken (args: string[]): void {
-  const { values } = parseArgs({
-    args,
-    options: {
-      sub: { type: 'string' },
-      org: { type: 'string' },
-      entity: { type: 'string', multiple: true },
-      ttl: { type: 'string', default: '43200' }
-    }
-  })
-  if (!values.sub || !values.org || !values.entity?.length) {
-    process.stderr.write('user-token needs --sub, --org and at least one --entity\n')
-    process.exit(2)
-  }
-  const config = loadConfigOrExit()
-  const user = { sub: values.sub, orgRefId: values.org, entityRefIds: values.entity.flatMap(e => e.split(',')) }
-  process.stdout.write(signUserSession(config.userSessionSecret, user, Number(values.ttl)) + '\n')
+async function userToken (options: { sub: string, org: string, entity: string[], ttl: number }): Promise<void> {
+  const { signUserSession } = await import('./plugins/auth/user-session.js')
+  const config = await loadConfigOrExit()
+  const user = { sub: options.sub, orgRefId: options.org, entityRefIds: options.entity }
+  process.stdout.write(signUserSession(config.userSessionSecret, user, options.ttl) + '\n')
 }
 
-async function openapi (args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { out: { type: 'string' } } })
+async function openapi (options: { out?: string }): Promise<void> {
+  const { buildApp } = await import('./app.js')
+  const { loadConfig } = await import('./plugins/config.js')
   // The document depends only on the routes: build them on a throw-away in-memory database, listen nowhere.
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-openapi-'))
-  const config = { ...loadConfig({ ...process.env, NODE_ENV: 'development', DATABASE_URL: undefined, DATA_DIR: dataDir }), embeddedDataDir: 'memory://', logLevel: 'silent' }
-  const app = await buildApp(config)
+  const env = { ...process.env, NODE_ENV: 'development', DATABASE_URL: undefined, DATA_DIR: dataDir }
+  const app = await buildApp({ ...loadConfig(env), embeddedDataDir: 'memory://', logLevel: 'silent' })
   await app.ready()
   const doc = JSON.stringify(app.swagger(), null, 2) + '\n'
   await app.close()
-  if (values.out) {
-    writeFileSync(values.out, doc)
-    process.stderr.write(`wrote ${values.out}\n`)
+  if (options.out) {
+    writeFileSync(options.out, doc)
+    process.stderr.write(`wrote ${options.out}\n`)
   } else {
     process.stdout.write(doc)
   }
@@ -72,39 +46,29 @@ const SAMPLE_DATA: Record<string, object> = {
 }
 
 /** `events trigger`: what `stripe trigger` is to Stripe, a sample event through the real ingestion route. */
-async function eventsCommand (args: string[]): Promise<void> {
-  const [sub, topic, ...more] = args
-  const { values } = parseArgs({
-    args: more,
-    options: { org: { type: 'string' }, entity: { type: 'string' }, url: { type: 'string' }, data: { type: 'string' } }
-  })
-  if (sub !== 'trigger' || !topic || !values.org || !values.entity) {
-    process.stderr.write(`events trigger needs a topic, --org and --entity\n\n${USAGE}\n`)
-    process.exit(2)
-  }
-  const config = loadConfigOrExit()
-  const base = values.url ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`
-  const data = values.data ? JSON.parse(values.data) as object : (SAMPLE_DATA[topic] ?? { sample: true })
+async function triggerEvent (
+  topic: string,
+  options: { org: string, entity: string, url?: string, data?: object }
+): Promise<void> {
+  const config = await loadConfigOrExit()
+  const base = options.url ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`
+  const data = options.data ?? SAMPLE_DATA[topic] ?? { sample: true }
   const res = await fetch(`${base}/events`, {
     method: 'POST',
     headers: { authorization: `Bearer ${config.eventsToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ topic, org_ref_id: values.org, entity_ref_id: values.entity, data })
+    body: JSON.stringify({ topic, org_ref_id: options.org, entity_ref_id: options.entity, data })
   })
   process.stdout.write(`${res.status} ${await res.text()}\n`)
   if (!res.ok) process.exitCode = 1
 }
 
 /** The operator's key switch: the same service call as the owner's route, for apps that have no owner. */
-async function clientKey (args: string[]): Promise<void> {
-  const [action, clientId] = args
-  if ((action !== 'disable' && action !== 'enable') || !clientId || args.length !== 2) {
-    process.stderr.write(`client-key needs disable or enable, and a client_id\n\n${USAGE}\n`)
-    process.exit(2)
-  }
-  const app = await buildApp({ ...loadConfigOrExit(), webhookWorker: false, logLevel: 'warn' })
+async function setClientKey (clientId: string, enabled: boolean): Promise<void> {
+  const { buildApp } = await import('./app.js')
+  const app = await buildApp({ ...await loadConfigOrExit(), webhookWorker: false, logLevel: 'warn' })
   await app.ready()
   try {
-    const changed = await app.apps.setKeyEnabled(null, clientId, action === 'enable')
+    const changed = await app.apps.setKeyEnabled(null, clientId, enabled)
     if (!changed) {
       process.stderr.write(`no app with client_id ${JSON.stringify(clientId)}\n`)
       process.exitCode = 1
@@ -117,7 +81,10 @@ async function clientKey (args: string[]): Promise<void> {
 }
 
 async function migrateCommand (): Promise<void> {
-  const config = loadConfigOrExit()
+  const { default: pino } = await import('pino')
+  const { openDb } = await import('./plugins/db/index.js')
+  const { migrate } = await import('./plugins/db/migrate.js')
+  const config = await loadConfigOrExit()
   const log = pino({ level: config.logLevel })
   const db = await openDb(config, log)
   try {
@@ -130,7 +97,8 @@ async function migrateCommand (): Promise<void> {
 
 /** A delivery worker without HTTP; SIGTERM drains attempts in flight, then exits. */
 async function worker (): Promise<void> {
-  const app = await buildWorker(loadConfigOrExit())
+  const { buildWorker } = await import('./app.js')
+  const app = await buildWorker(await loadConfigOrExit())
   await app.ready()
   app.log.info({ worker: app.webhooks.workerStatus()?.id }, 'webhook worker started')
   const stop = (): void => { app.close().then(() => process.exit(0), () => process.exit(1)) }
@@ -138,27 +106,93 @@ async function worker (): Promise<void> {
   process.once('SIGINT', stop)
 }
 
-const [command = 'serve', ...rest] = process.argv.slice(2)
-const commands: Record<string, () => Promise<void> | void> = {
-  serve: () => serve(loadConfigOrExit()),
-  worker,
-  migrate: migrateCommand,
-  openapi: () => openapi(rest),
-  'user-token': () => userToken(rest),
-  'client-key': () => clientKey(rest),
-  events: () => eventsCommand(rest),
-  help: () => { process.stdout.write(USAGE + '\n') }
+const positiveInteger = (value: string): number => {
+  if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('Not a positive whole number of seconds.')
+  return Number(value)
 }
-const run = commands[command]
-if (!run) {
-  process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`)
-  process.exit(2)
-}
-Promise.resolve().then(run).catch(err => {
-  if ((err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`)
-    process.exit(2)
+const entityList = (value: string, previous: string[] = []): string[] =>
+  [...previous, ...value.split(',').filter(Boolean)]
+const jsonObject = (value: string): object => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(value)
+  } catch {
+    throw new InvalidArgumentError('Not JSON.')
   }
-  process.stderr.write(err instanceof StartupError ? `${err.message}\n` : `${(err as Error).stack ?? err}\n`)
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new InvalidArgumentError('Not a JSON object.')
+  }
+  return parsed
+}
+
+const program = new Command('marketplace-gateway')
+  .description('The public API, install lifecycle, webhooks and MCP endpoint of marketplace apps.')
+  .version(VERSION, '-v, --version', 'print the version')
+  .helpOption('-h, --help', 'print this help')
+  .helpCommand('help [command]', 'print the help of a command')
+  .showHelpAfterError('(run with --help for usage)')
+  .exitOverride()
+  .addHelpText('after', '\nWith no command, serve. Configuration comes from the environment: see README.md.')
+
+program.command('serve')
+  .description('run the service (the default; what npm start runs)')
+  .action(async () => {
+    const { serve } = await import('./server.js')
+    await serve(await loadConfigOrExit())
+  })
+
+program.command('worker')
+  .description('run only a webhook delivery worker, without HTTP (needs DATABASE_URL)')
+  .action(worker)
+
+program.command('migrate')
+  .description('apply the database migrations and exit')
+  .action(migrateCommand)
+
+program.command('openapi')
+  .description('write the OpenAPI document without listening')
+  .option('--out <file>', 'write to this file instead of standard output')
+  .action(openapi)
+
+program.command('user-token')
+  .description('sign a development user session token with USER_SESSION_SECRET, as the accounting system would')
+  .requiredOption('--sub <id>', 'the user id')
+  .requiredOption('--org <org_ref_id>', 'the user\'s organisation')
+  .requiredOption('--entity <entity_ref_id>', 'an entity the user may act on (repeat it, or separate with commas)',
+    entityList)
+  .option('--ttl <seconds>', 'lifetime of the token', positiveInteger, 43_200)
+  .action(userToken)
+
+program.command('events')
+  .description('events of the accounting system')
+  .command('trigger')
+  .description('publish a sample event to the running service with EVENTS_TOKEN (in development the generated ' +
+    'one), so that your subscriptions receive it')
+  .argument('<topic>', 'the event topic, e.g. invoice.paid')
+  .requiredOption('--org <org_ref_id>', 'the tenant\'s organisation')
+  .requiredOption('--entity <entity_ref_id>', 'the tenant\'s entity')
+  .option('--url <base_url>', 'where the service listens (default: http://HOST:PORT)')
+  .option('--data <json>', 'the event\'s data, a JSON object (default: a sample of the topic)', jsonObject)
+  .action(triggerEvent)
+
+const clientKey = program.command('client-key')
+  .description('the operator\'s switch for any app\'s API key, including clients that registered themselves ' +
+    '(Dynamic Client Registration, metadata documents)')
+clientKey.command('disable')
+  .description('disable the app\'s API key: its tokens stop working at once')
+  .argument('<client_id>')
+  .action((clientId: string) => setClientKey(clientId, false))
+clientKey.command('enable')
+  .description('enable the app\'s API key again')
+  .argument('<client_id>')
+  .action((clientId: string) => setClientKey(clientId, true))
+
+const args = process.argv.slice(2)
+program.parseAsync(args.length === 0 ? ['serve'] : args, { from: 'user' }).catch((err: unknown) => {
+  if (err instanceof CommanderError) {
+    // commander has printed the help, the version or the error already; a usage error exits 2, as shells expect.
+    process.exit(err.exitCode === 0 ? 0 : 2)
+  }
+  process.stderr.write(err instanceof StartupError ? `${(err as Error).message}\n` : `${(err as Error).stack ?? err}\n`)
   process.exit(1)
 })

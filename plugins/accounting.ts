@@ -32,7 +32,7 @@ const READ_ROUTES: ReadRoute[] = [
     title: 'Get an invoice',
     scope: 'invoices:read',
     toolInput: InvoiceIdInput,
-    params: { id: Type.String() }
+    params: { id: Type.String({ description: 'The invoice id.', examples: ['inv_1042'] }) }
   },
   { path: '/bills', tool: 'list_bills', title: 'List bills', scope: 'bills:read', toolInput: NoInput, params: {} },
   {
@@ -46,7 +46,7 @@ const READ_ROUTES: ReadRoute[] = [
 ]
 
 /** The path as OpenAPI and error messages write it: `/public/v1/orgs/{orgId}/…`. */
-const template = (route: ReadRoute): string =>
+export const publicPath = (route: ReadRoute): string =>
   `/public/v1/orgs/:orgId/entities/:entityId${route.path}`.replace(/:(\w+)/g, '{$1}')
 
 declare module 'fastify' {
@@ -66,7 +66,7 @@ declare module 'fastify' {
 export default fp(
   async app => {
     const read = async (route: ReadRoute): Promise<never> => {
-      throw errors.notImplemented('GET', template(route))
+      throw errors.notImplemented('GET', publicPath(route))
     }
     app.decorate('accounting', { readRoutes: READ_ROUTES, read })
 
@@ -77,7 +77,7 @@ export default fp(
           title: route.title,
           description:
             `${route.title} in the token's tenant. Requires ${route.scope}. Not built yet: answers ` +
-            `not_implemented, like ${template(route)}.`,
+            `not_implemented, like ${publicPath(route)}.`,
           inputSchema: route.toolInput,
           outputSchema: NotImplementedOutput,
           annotations: READ_ONLY,

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { SAMPLE } from './examples.js'
 
 const Scope = Type.String({ pattern: '^[A-Za-z]+:[a-z]+$', description: 'A scope such as invoices:read.' })
 
@@ -19,7 +20,18 @@ export const NewAppBody = Type.Object(
     publisher: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Who makes the app.' })),
     website_url: Type.Optional(Type.String({ maxLength: 2048, pattern: '^https://', description: 'An https URL.' }))
   },
-  { additionalProperties: false }
+  {
+    title: 'NewApp',
+    additionalProperties: false,
+    examples: [{
+      slug: SAMPLE.appSlug,
+      name: 'Acme Invoicing',
+      redirect_uris: [SAMPLE.redirectUri],
+      scopes: ['invoices:read', 'bills:read'],
+      publisher: 'Acme Ltd',
+      website_url: 'https://acme.example'
+    }]
+  }
 )
 // eslint-disable-next-line @typescript-eslint/no-redeclare -- TypeBox: a schema and its Static type share a name
 export type NewAppBody = Static<typeof NewAppBody>
@@ -34,25 +46,51 @@ const AppFields = {
   website_url: Type.Optional(Type.String()),
   created_at: Type.String({ format: 'date-time' })
 }
+const appSample = {
+  client_id: SAMPLE.clientId,
+  app_slug: SAMPLE.appSlug,
+  name: 'Acme Invoicing',
+  redirect_uris: [SAMPLE.redirectUri],
+  scopes: ['invoices:read', 'bills:read'],
+  publisher: 'Acme Ltd',
+  website_url: 'https://acme.example',
+  created_at: SAMPLE.at
+}
 
 export const CreatedApp = Type.Object(
   {
     ...AppFields,
     client_secret: Type.String({ description: 'Shown only in this response; stored as a hash.' })
   },
-  { additionalProperties: false }
+  {
+    title: 'CreatedApp',
+    description: 'The app, with its client secret (shown only here).',
+    additionalProperties: false,
+    examples: [{ ...appSample, client_secret: SAMPLE.clientSecret }]
+  }
 )
 
 export const AppListing = Type.Object({
-  apps: Type.Array(Type.Object({ ...AppFields, api_key_enabled: Type.Boolean() }, { additionalProperties: false }))
+  apps: Type.Array(
+    Type.Object({ ...AppFields, api_key_enabled: Type.Boolean() }, { title: 'App', additionalProperties: false })
+  )
+}, {
+  title: 'AppListing',
+  description: 'Your apps.',
+  examples: [{ apps: [{ ...appSample, api_key_enabled: true }] }]
 })
 
-export const ClientIdParams = Type.Object({ clientId: Type.String() })
+export const ClientIdParams = Type.Object({ clientId: Type.String({ examples: [SAMPLE.clientId] }) })
 
 export const ApiKeyState = Type.Object(
   {
     client_id: Type.String(),
     api_key_enabled: Type.Boolean()
   },
-  { additionalProperties: false }
+  {
+    title: 'ApiKeyState',
+    description: "The app's key state now.",
+    additionalProperties: false,
+    examples: [{ client_id: SAMPLE.clientId, api_key_enabled: false }]
+  }
 )

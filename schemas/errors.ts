@@ -30,7 +30,8 @@ export const ErrorBody = Type.Object(
 // eslint-disable-next-line @typescript-eslint/no-redeclare -- TypeBox: a schema and its Static type share a name
 export type ErrorBody = Static<typeof ErrorBody>
 
-const MEANING: Record<number, string> = {
+/** What each error status means, whichever code it carries: its response's description in the OpenAPI document. */
+export const STATUS_MEANING: Record<number, string> = {
   400: 'The request is malformed or fails validation.',
   401: 'Credentials are missing, invalid, expired or revoked.',
   403: 'Authenticated, but not allowed: another tenant, or a scope is missing.',
@@ -45,13 +46,3 @@ const MEANING: Record<number, string> = {
   501: 'Not built yet.',
   503: 'The database is unavailable or not answering in time; retry after Retry-After seconds.'
 }
-
-/** Response schemas for a set of error statuses, for a route's `schema.response`, each described. */
-export function errorResponses (...statuses: number[]): Record<number, typeof ErrorBody> {
-  return Object.fromEntries(statuses.map(s => [s, { ...ErrorBody, description: MEANING[s] ?? 'Error' }]))
-}
-
-/** Error statuses every authenticated `/public/v1` route can answer. */
-export const PUBLIC_ERRORS = [401, 429, 500, 503]
-/** And those under the tenant prefix, which also checks the tenant and the scopes. */
-export const TENANT_ERRORS = [...PUBLIC_ERRORS, 403]

@@ -5,6 +5,10 @@ export const Health = Type.Object({
   version: Type.String(),
   active_sessions: Type.Integer({ description: 'Open MCP sessions on this instance.' }),
   uptime_s: Type.Integer()
+}, {
+  title: 'Health',
+  description: 'The process is alive.',
+  examples: [{ status: 'ok', version: '0.7.0', active_sessions: 3, uptime_s: 86400 }]
 })
 
 export const Readiness = Type.Object({
@@ -13,4 +17,8 @@ export const Readiness = Type.Object({
     description: 'unknown while shutting down: the database is not asked then.'
   }),
   shutting_down: Type.Boolean()
+}, {
+  title: 'Readiness',
+  description: 'Ready for traffic.',
+  examples: [{ status: 'ready', database: 'ok', shutting_down: false }]
 })

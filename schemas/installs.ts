@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { SAMPLE } from './examples.js'
 
 /** The install record: camelCase, but a capital `Status`, on purpose (docs/rules.md#installs). */
 export const InstallRecord = Type.Object({
@@ -11,7 +12,28 @@ export const InstallRecord = Type.Object({
   Status: Type.Union([Type.Literal('active'), Type.Literal('uninstalled')]),
   createdAt: Type.String({ format: 'date-time' }),
   uninstalledAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()])
-}, { additionalProperties: false })
+}, { title: 'Install', additionalProperties: false })
 
-export const InstallListing = Type.Object({ installs: Type.Array(InstallRecord) })
-export const InstallParams = Type.Object({ installId: Type.String() })
+const installSample = {
+  installId: SAMPLE.installId,
+  clientId: SAMPLE.clientId,
+  appSlug: SAMPLE.appSlug,
+  orgRefId: SAMPLE.orgId,
+  entityRefId: SAMPLE.entityId,
+  scopes: ['invoices:read', 'bills:read'],
+  Status: 'active',
+  createdAt: SAMPLE.at,
+  uninstalledAt: null
+}
+export const UninstalledRecord = Type.Object(InstallRecord.properties, {
+  title: 'Install',
+  description: 'The install, uninstalled now.',
+  additionalProperties: false,
+  examples: [{ ...installSample, Status: 'uninstalled', uninstalledAt: '2026-11-24T10:05:00.000Z' }]
+})
+export const InstallListing = Type.Object({ installs: Type.Array(InstallRecord) }, {
+  title: 'InstallListing',
+  description: 'The installs of the entity.',
+  examples: [{ installs: [installSample] }]
+})
+export const InstallParams = Type.Object({ installId: Type.String({ examples: [SAMPLE.installId] }) })

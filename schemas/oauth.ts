@@ -1,28 +1,43 @@
 import { Type } from '@sinclair/typebox'
+import { SAMPLE } from './examples.js'
 
-const Str = (description: string) => Type.Optional(Type.String({ description }))
+const Str = (description: string, example?: string) =>
+  Type.Optional(Type.String({ description, ...(example === undefined ? {} : { examples: [example] }) }))
 
 /**
  * Authorization request parameters. All optional in the schema on purpose: which errors may redirect and which
  * may not depends on which parameter is wrong (RFC 6749 4.1.2.1), so the service checks them itself.
  */
 export const AuthorizeQuery = Type.Object({
-  client_id: Str('The app\'s client_id.'),
-  redirect_uri: Str('One of the app\'s registered redirect URIs, exactly.'),
-  response_type: Str('code (the default).'),
-  scope: Str('Space-separated scopes; default: every scope the app registered.'),
-  state: Str('Opaque value returned unchanged on the redirect.'),
-  code_challenge: Str('PKCE: BASE64URL(SHA256(code_verifier)).'),
-  code_challenge_method: Str('S256.'),
-  resource: Str('RFC 8707: the MCP endpoint\'s URL or the public API base URL; default: the public API.'),
-  org_ref_id: Str('Organisation to install into; default: the signed-in user\'s.'),
-  entity_ref_id: Str('Entity to install into; without it the user picks one on the page.')
+  client_id: Str('The app\'s client_id.', SAMPLE.clientId),
+  redirect_uri: Str('One of the app\'s registered redirect URIs, exactly.', SAMPLE.redirectUri),
+  response_type: Str('code (the default).', 'code'),
+  scope: Str('Space-separated scopes; default: every scope the app registered.', 'invoices:read bills:read'),
+  state: Str('Opaque value returned unchanged on the redirect.', 'af0ifjsldkj'),
+  code_challenge: Str('PKCE: BASE64URL(SHA256(code_verifier)).', 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'),
+  code_challenge_method: Str('S256.', 'S256'),
+  resource: Str('RFC 8707: the MCP endpoint\'s URL or the public API base URL; default: the public API.',
+    'https://marketplace.example/mcp'),
+  org_ref_id: Str('Organisation to install into; default: the signed-in user\'s.', SAMPLE.orgId),
+  entity_ref_id: Str('Entity to install into; without it the user picks one on the page.', SAMPLE.entityId)
 })
+
+const authorizeSample = {
+  client_id: SAMPLE.clientId,
+  redirect_uri: SAMPLE.redirectUri,
+  response_type: 'code',
+  scope: 'invoices:read bills:read',
+  state: 'af0ifjsldkj',
+  code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+  code_challenge_method: 'S256',
+  org_ref_id: SAMPLE.orgId,
+  entity_ref_id: SAMPLE.entityId
+}
 
 export const AuthorizeDecision = Type.Object({
   ...AuthorizeQuery.properties,
   decision: Type.Unsafe<'allow' | 'deny'>({ type: 'string', enum: ['allow', 'deny'], description: 'allow or deny' })
-})
+}, { title: 'ConsentDecision', examples: [{ ...authorizeSample, decision: 'allow' }] })
 
 export const TokenRequest = Type.Object({
   grant_type: Str('authorization_code or refresh_token.'),
@@ -34,6 +49,24 @@ export const TokenRequest = Type.Object({
   scope: Str('Ignored: the install\'s granted scopes are always returned.'),
   client_id: Str('Client authentication in the body (or use HTTP Basic).'),
   client_secret: Str('Client authentication in the body (or use HTTP Basic).')
+}, {
+  title: 'TokenRequest',
+  'x-examples': {
+    authorization_code: {
+      summary: 'Exchange the code of the consent redirect (a public client: client_id in the body)',
+      value: {
+        grant_type: 'authorization_code',
+        code: SAMPLE.code,
+        redirect_uri: SAMPLE.redirectUri,
+        code_verifier: 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk',
+        client_id: SAMPLE.clientId
+      }
+    },
+    refresh_token: {
+      summary: 'Rotate a refresh token (the old one stops working)',
+      value: { grant_type: 'refresh_token', refresh_token: SAMPLE.refreshToken }
+    }
+  }
 })
 
 export const TokenResponse = Type.Object({
@@ -43,13 +76,29 @@ export const TokenResponse = Type.Object({
   refresh_token: Type.String(),
   scope: Type.String(),
   install_id: Type.String()
-}, { additionalProperties: false })
+}, {
+  title: 'TokenResponse',
+  description: 'Tokens for the install.',
+  additionalProperties: false,
+  examples: [{
+    access_token: 'eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCIsImtpZCI6ImsxIn0.' +
+      'eyJzdWIiOiJpbnNfVmI3S3BYMm1ROXdMcjRUeiJ9.c2lnbmF0dXJl',
+    token_type: 'Bearer',
+    expires_in: 3600,
+    refresh_token: SAMPLE.refreshToken,
+    scope: 'invoices:read bills:read',
+    install_id: SAMPLE.installId
+  }]
+})
 
 export const RevokeRequest = Type.Object({
   token: Type.String(),
   token_type_hint: Str('refresh_token or access_token.'),
   client_id: Str('Client authentication in the body (or use HTTP Basic).'),
   client_secret: Str('Client authentication in the body (or use HTTP Basic).')
+}, {
+  title: 'RevokeRequest',
+  examples: [{ token: SAMPLE.refreshToken, token_type_hint: 'refresh_token', client_id: SAMPLE.clientId }]
 })
 
 const Uri = Type.String({ maxLength: 2048 })
@@ -72,7 +121,18 @@ export const RegistrationRequest = Type.Object({
   grant_types: Type.Optional(Type.Array(Type.String(), { maxItems: 10 })),
   response_types: Type.Optional(Type.Array(Type.String(), { maxItems: 10 })),
   scope: Type.Optional(Type.String({ maxLength: 2048, description: 'Space-separated; default: the wired scopes.' }))
-}, { additionalProperties: true })
+}, {
+  title: 'ClientMetadata',
+  additionalProperties: true,
+  examples: [{
+    client_name: 'Claude Code',
+    redirect_uris: ['http://127.0.0.1/callback'],
+    token_endpoint_auth_method: 'none',
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    scope: 'invoices:read bills:read'
+  }]
+})
 
 export const RegistrationResponse = Type.Object({
   client_id: Type.String(),
@@ -86,4 +146,45 @@ export const RegistrationResponse = Type.Object({
   grant_types: Type.Array(Type.String()),
   response_types: Type.Array(Type.String()),
   scope: Type.String()
-}, { additionalProperties: false })
+}, {
+  title: 'RegisteredClient',
+  additionalProperties: false,
+  examples: [{
+    client_id: 'app_K8pQ2xZr7mVt4LwN',
+    client_id_issued_at: 1795512600,
+    client_name: 'Claude Code',
+    redirect_uris: ['http://127.0.0.1/callback'],
+    token_endpoint_auth_method: 'none',
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    scope: 'invoices:read bills:read'
+  }]
+})
+
+/** RFC 7517: the keys that verify access tokens, by kid. */
+export const Jwks = Type.Object({
+  keys: Type.Array(Type.Object({
+    kty: Type.String(),
+    kid: Type.String(),
+    use: Type.Optional(Type.String()),
+    alg: Type.Optional(Type.String()),
+    n: Type.Optional(Type.String()),
+    e: Type.Optional(Type.String())
+  }, { title: 'Jwk', additionalProperties: true }))
+}, {
+  title: 'Jwks',
+  description: 'The current signing keys.',
+  examples: [{
+    keys: [{
+      kty: 'RSA',
+      kid: 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs',
+      use: 'sig',
+      alg: 'RS256',
+      n: '0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n' +
+        '3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zg' +
+        'dAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFC' +
+        'ur-kEgU8awapJzKnqDKgw',
+      e: 'AQAB'
+    }]
+  }]
+})

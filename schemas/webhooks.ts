@@ -1,5 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 import { EMITTED_TOPICS, PLANNED_TOPICS, TEST_TOPIC, TOPIC_DESCRIPTIONS } from '../lib/topics.js'
+import { SAMPLE } from './examples.js'
 import { TenantParams } from './identity.js'
 
 const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' })
@@ -19,7 +20,11 @@ export const CreateSubscriptionBody = Type.Object(
       description: 'Absolute https URL, no user info, not a private address.'
     })
   },
-  { additionalProperties: false }
+  {
+    title: 'NewSubscription',
+    additionalProperties: false,
+    examples: [{ topics: ['invoice.paid', 'bill.created'], target_url: SAMPLE.targetUrl }]
+  }
 )
 
 export const CreatedSubscription = Type.Object(
@@ -33,7 +38,18 @@ export const CreatedSubscription = Type.Object(
     }),
     created_at: Timestamp
   },
-  { additionalProperties: false, $id: 'CreatedSubscription' }
+  {
+    additionalProperties: false,
+    title: 'CreatedSubscription',
+    description: 'The subscription, with its signing secret (shown only here).',
+    examples: [{
+      id: SAMPLE.subscriptionId,
+      topics: ['invoice.paid', 'bill.created'],
+      target_url: SAMPLE.targetUrl,
+      signing_secret: SAMPLE.signingSecret,
+      created_at: SAMPLE.at
+    }]
+  }
 )
 
 /** A listing item: its mixed casing (`_id`, `TargetUrl`, `createdAt`…), exactly (docs/rules.md#subscriptions). */
@@ -57,23 +73,49 @@ export const SubscriptionListItem = Type.Object(
       })
     )
   },
-  { additionalProperties: false, $id: 'SubscriptionListItem' }
+  { additionalProperties: false, title: 'Subscription' }
 )
 
-export const SubscriptionListing = Type.Object({ subscriptions: Type.Array(SubscriptionListItem) })
+export const SubscriptionListing = Type.Object({ subscriptions: Type.Array(SubscriptionListItem) }, {
+  title: 'SubscriptionListing',
+  description: 'Your subscriptions.',
+  examples: [{
+    subscriptions: [{
+      _id: SAMPLE.subscriptionId,
+      Topics: ['invoice.paid', 'bill.created'],
+      TargetUrl: SAMPLE.targetUrl,
+      IsActive: true,
+      LastDeliveryAt: '2026-11-24T09:31:02.118Z',
+      LastDeliveryStatus: 200,
+      ConsecutiveFailures: 0,
+      createdAt: SAMPLE.at
+    }]
+  }]
+})
 
 export const ListQuery = Type.Object({
   include_inactive: Type.Optional(
-    Type.Boolean({ description: 'Also list deactivated subscriptions, with DisabledReason.' })
+    Type.Boolean({ description: 'Also list deactivated subscriptions, with DisabledReason.', examples: [true] })
   )
 })
 
-export const SubscriptionParams = Type.Object({ ...TenantParams.properties, subscriptionId: Type.String() })
-export const DeliveryParams = Type.Object({ ...SubscriptionParams.properties, deliveryId: Type.String() })
+export const SubscriptionParams = Type.Object({
+  ...TenantParams.properties,
+  subscriptionId: Type.String({ examples: [SAMPLE.subscriptionId] })
+})
+export const DeliveryParams = Type.Object({
+  ...SubscriptionParams.properties,
+  deliveryId: Type.String({ examples: [SAMPLE.deliveryId] })
+})
 
 export const DeleteResult = Type.Object(
-  { ok: Type.Boolean(), modified: Type.Integer() },
-  { additionalProperties: false }
+  { ok: Type.Boolean(), modified: Type.Integer({ description: '1 when it was active, 0 when it already was not.' }) },
+  {
+    title: 'DeleteResult',
+    description: 'Deleted (or already inactive).',
+    additionalProperties: false,
+    examples: [{ ok: true, modified: 1 }]
+  }
 )
 
 export const AttemptLog = Type.Object({
@@ -100,20 +142,56 @@ export const AttemptLog = Type.Object({
           'connection_reset, dns, tls, blocked, network or internal.'
       }),
       delivery_status: Type.Union(['pending', 'succeeded', 'failed', 'cancelled'].map(s => Type.Literal(s)))
-    })
+    }, { title: 'DeliveryAttempt' })
   ),
   next_cursor: Type.Union([Type.String(), Type.Null()], {
     description: 'Pass as cursor for the next (older) page; null on the last page.'
   })
+}, {
+  title: 'DeliveryAttemptPage',
+  description: 'A page of delivery attempts, newest first.',
+  examples: [{
+    attempts: [{
+      id: SAMPLE.attemptId,
+      delivery_id: SAMPLE.deliveryId,
+      event_id: SAMPLE.eventId,
+      topic: 'invoice.paid',
+      attempt: 2,
+      attempted_at: '2026-11-24T09:31:02.118Z',
+      duration_ms: 84,
+      response_status: 200,
+      response_body: 'ok',
+      response_headers: { 'content-type': 'text/plain' },
+      request_headers: {
+        'content-type': 'application/json',
+        'x-service-topic': 'invoice.paid',
+        'x-service-event-id': SAMPLE.eventId,
+        'x-service-delivery-attempt': '2'
+      },
+      error: null,
+      error_class: null,
+      delivery_status: 'succeeded'
+    }],
+    next_cursor: null
+  }]
 })
 export const AttemptLogQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: Type.Optional(Type.String({ maxLength: 200, description: 'next_cursor of the previous page.' }))
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50, examples: [20] })),
+  cursor: Type.Optional(Type.String({
+    maxLength: 200,
+    description: 'next_cursor of the previous page.',
+    examples: ['WyIyMDI2LTExLTI0VDA5OjMxOjAyLjExOFoiLCJhdHRfMGIxYyJd']
+  }))
 })
 
 export const RetryAccepted = Type.Object(
   { delivery_id: Type.String(), status: Type.Literal('pending') },
-  { additionalProperties: false }
+  {
+    title: 'RetryAccepted',
+    description: 'The delivery is due now.',
+    additionalProperties: false,
+    examples: [{ delivery_id: SAMPLE.deliveryId, status: 'pending' }]
+  }
 )
 
 /** The body every delivery POSTs (docs/rules.md#delivery). */
@@ -133,6 +211,13 @@ const TOPIC_DATA: Record<string, TSchema> = {
   }, { additionalProperties: false })
 }
 
+/** What the `data` of each topic looks like in the examples. */
+const SAMPLE_DATA: Record<string, Record<string, unknown>> = {
+  'invoice.paid': { invoice_id: 'inv_1042', amount: '125.00', currency: 'EUR' },
+  'bill.created': { bill_id: 'bill_311', amount: '80.00', currency: 'EUR' },
+  [TEST_TOPIC]: { subscription_id: SAMPLE.subscriptionId, message: 'A test delivery, sent on request.' }
+}
+
 /**
  * The payload of one topic: the envelope with its topic fixed, and its `data`. The accounting system defines the
  * `data` of business events (the spec shows none), so theirs is any object.
@@ -144,7 +229,18 @@ export function payloadSchema (topic: string) {
     data: TOPIC_DATA[topic] ?? Type.Record(Type.String(), Type.Unknown(), {
       description: 'As the accounting system published it.'
     })
-  }, { additionalProperties: false, title: `${topic} payload` })
+  }, {
+    additionalProperties: false,
+    title: `${topic} payload`,
+    examples: [{
+      id: SAMPLE.eventId,
+      topic,
+      created_at: SAMPLE.at,
+      org_ref_id: SAMPLE.orgId,
+      entity_ref_id: SAMPLE.entityId,
+      data: SAMPLE_DATA[topic] ?? {}
+    }]
+  })
 }
 
 export const EventTypes = Type.Object({
@@ -153,7 +249,18 @@ export const EventTypes = Type.Object({
     status: Type.Union([Type.Literal('emitted'), Type.Literal('planned')]),
     description: Type.String(),
     payload_schema: Type.Unknown({ description: 'JSON Schema of the delivery body of this topic.' })
-  }, { additionalProperties: false }))
+  }, { title: 'EventType', additionalProperties: false }))
+}, {
+  title: 'EventTypeCatalog',
+  description: 'Every topic.',
+  examples: [{
+    event_types: [{
+      name: 'invoice.paid',
+      status: 'emitted',
+      description: 'An invoice was paid in full.',
+      payload_schema: { type: 'object', required: ['id', 'topic', 'created_at', 'org_ref_id', 'entity_ref_id', 'data'] }
+    }]
+  }]
 })
 
 export const RotateQuery = Type.Object({
@@ -161,6 +268,7 @@ export const RotateQuery = Type.Object({
     minimum: 0,
     maximum: 168,
     default: 24,
+    examples: [48],
     description: 'How long the replaced secret keeps signing next to the new one, in hours (0: not at all; ' +
       'fractions allowed).'
   }))
@@ -172,13 +280,27 @@ export const RotatedSecret = Type.Object({
   previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], {
     description: 'Until when the replaced secret also signs; null without an overlap.'
   })
-}, { additionalProperties: false })
+}, {
+  title: 'RotatedSecret',
+  description: 'The new signing secret (shown only here).',
+  additionalProperties: false,
+  examples: [{
+    id: SAMPLE.subscriptionId,
+    signing_secret: SAMPLE.signingSecret,
+    previous_secret_expires_at: '2026-11-25T09:30:00.000Z'
+  }]
+})
 
 export const TestSent = Type.Object({
   event_id: Type.String(),
   delivery_id: Type.String({ description: 'Find its attempts in the delivery log.' }),
   status: Type.Literal('pending')
-}, { additionalProperties: false })
+}, {
+  title: 'TestSent',
+  description: 'The test delivery is queued.',
+  additionalProperties: false,
+  examples: [{ event_id: SAMPLE.eventId, delivery_id: SAMPLE.deliveryId, status: 'pending' }]
+})
 
 export const ReplayBody = Type.Object({
   since: Type.String({ format: 'date-time', description: 'Events from this instant (inclusive).' }),
@@ -188,7 +310,11 @@ export const ReplayBody = Type.Object({
   status: Type.Optional(Type.Union([Type.Literal('failed'), Type.Literal('all')], {
     description: 'failed (default): events whose delivery failed for good; all: every event whose delivery ended.'
   }))
-}, { additionalProperties: false })
+}, {
+  title: 'ReplayRequest',
+  additionalProperties: false,
+  examples: [{ since: '2026-11-23T00:00:00.000Z', until: '2026-11-24T00:00:00.000Z', status: 'failed' }]
+})
 
 export const ReplayAccepted = Type.Object({
   replayed: Type.Integer({ description: 'Deliveries enqueued again.' }),
@@ -196,13 +322,25 @@ export const ReplayAccepted = Type.Object({
   since: Timestamp,
   until: Timestamp,
   status: Type.Union([Type.Literal('failed'), Type.Literal('all')])
-}, { additionalProperties: false })
+}, {
+  title: 'ReplayAccepted',
+  description: 'The deliveries are queued again.',
+  additionalProperties: false,
+  examples: [{
+    replayed: 17,
+    truncated: false,
+    since: '2026-11-23T00:00:00.000Z',
+    until: '2026-11-24T00:00:00.000Z',
+    status: 'failed'
+  }]
+})
 
 export const IdempotencyHeaders = Type.Object({
   'idempotency-key': Type.Optional(Type.String({
     minLength: 1,
     maxLength: 255,
-    description: 'A repeat with the same key gets the first answer instead of a second replay.'
+    description: 'A repeat with the same key gets the first answer instead of a second replay.',
+    examples: ['replay-2026-11-23']
   }))
 })
 

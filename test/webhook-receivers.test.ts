@@ -214,8 +214,10 @@ t.test('the event catalog: every topic with its schema, and what is delivered va
     'webhook.test:emitted', 'work_order.released:planned', 'work_order.completed:planned', 'lot.created:planned',
     'eco.released:planned', 'jobwork_challan.overdue:planned'])
   const doc = (await app.inject({ method: 'GET', url: '/public/v1/openapi.json' })).json()
-  t.same(doc.webhooks['invoice.paid'].post.requestBody.content['application/json'].schema,
-    types[0]!.payload_schema, 'the same schema as the OpenAPI webhooks section')
+  // The document keeps the example beside the schema (the media type's `example`), where the reference page shows it.
+  const media = doc.webhooks['invoice.paid'].post.requestBody.content['application/json']
+  t.same({ ...media.schema, examples: [media.example] }, types[0]!.payload_schema,
+    'the same schema and example as the OpenAPI webhooks section')
 
   const ajv = new Ajv({ strict: false })
   addFormats.default(ajv)

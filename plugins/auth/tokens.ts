@@ -40,7 +40,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     accessTokens: {
       readonly kid: string
-      readonly jwks: { keys: Array<Record<string, unknown>> }
+      readonly jwks: { keys: Array<{ kty: string, kid: string } & Record<string, unknown>> }
       /**
        * `issuedAtMs` comes from the database clock, the same clock that stamps a key disable, so that
        * "issued before the last disable" is decided without clock skew between instances.
@@ -105,7 +105,7 @@ export default fp(
 
     app.decorate('accessTokens', {
       kid,
-      jwks: { keys: [{ ...publicJwk, kid, use: 'sig', alg: 'RS256' }] },
+      jwks: { keys: [{ ...publicJwk, kty: 'RSA', kid, use: 'sig', alg: 'RS256' }] },
       issue (s: TokenSubject, issuedAtMs: number, resource?: string | null) {
         const iat = Math.floor(issuedAtMs / 1000)
         return jwt.sign({

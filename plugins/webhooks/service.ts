@@ -75,7 +75,6 @@ interface ServiceOptions {
   development: boolean
 }
 
-const INACTIVE = 'The subscription is not active; create a new one.'
 const LOCAL_HINT = ' For local development, start the service with WEBHOOK_ALLOW_PRIVATE_TARGETS=true (and ' +
   'WEBHOOK_CA_FILE=<your receiver\'s certificate> when it is self-signed).'
 
@@ -86,14 +85,14 @@ const LOCAL_HINT = ' For local development, start the service with WEBHOOK_ALLOW
 export function createWebhookService (store: WebhookStore, opts: ServiceOptions) {
   async function owned (p: Principal, subscriptionId: string): Promise<Subscription> {
     const s = await store.findSubscription(p.installId, subscriptionId)
-    if (!s) throw errors.notFound('No such subscription among yours.')
+    if (!s) throw errors.subscriptionNotFound()
     return s
   }
 
   /** An owned subscription that can still be sent to: an inactive one is a conflict. */
   async function active (p: Principal, subscriptionId: string): Promise<Subscription> {
     const s = await owned(p, subscriptionId)
-    if (!s.isActive) throw errors.conflict(INACTIVE)
+    if (!s.isActive) throw errors.subscriptionInactive()
     return s
   }
 
@@ -167,7 +166,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
       const secret = newSigningSecret()
       const overlapS = Math.round(overlapHours * 3600)
       const rotated = await store.rotateSecret(s.id, encryptSecret(opts.secretKey, s.id, secret), overlapS)
-      if (!rotated) throw errors.conflict(INACTIVE)
+      if (!rotated) throw errors.subscriptionInactive()
       return {
         id: s.id,
         signing_secret: secret,
@@ -217,7 +216,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     /** Makes one of the subscription's deliveries due now, whatever its state. */
     async retry (p: Principal, subscriptionId: string, deliveryId: string): Promise<Static<typeof RetryAccepted>> {
       const s = await active(p, subscriptionId)
-      if (!(await store.retryNow(s.id, deliveryId))) throw errors.notFound('No such delivery for this subscription.')
+      if (!(await store.retryNow(s.id, deliveryId))) throw errors.deliveryNotFound()
       return { delivery_id: deliveryId, status: 'pending' }
     },
 

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { App } from '../../plugins/apps.js'
 import { errors } from '../../plugins/errors.js'
 import { ApiKeyState, AppListing, ClientIdParams, CreatedApp, NewAppBody } from '../../schemas/apps.js'
-import { errorResponses } from '../../schemas/errors.js'
+import { BODY_ERRORS, errorResponses, invalid, USER_ERRORS } from '../../schemas/error-responses.js'
+import { SAMPLE } from '../../schemas/examples.js'
 
 const view = (a: App) => ({
   client_id: a.clientId,
@@ -18,12 +19,34 @@ const view = (a: App) => ({
 /** App registration and API keys: the developer's side of the internal surface (docs/rules.md#apps-and-api-keys). */
 const apps: FastifyPluginAsyncTypebox = async app => {
   app.addHook('onRequest', app.userSessions.requireUser)
-  const tags = ['internal: apps']
+  const tags = ['apps']
+  const security = [{ userSession: [] }]
+  const notYours = errors.notFound('No such app among yours.')
 
   app.post(
     '/apps',
     {
-      schema: { tags, body: NewAppBody, response: { 201: CreatedApp, ...errorResponses(400, 401, 409, 413, 415, 503) } }
+      schema: {
+        tags,
+        security,
+        operationId: 'registerApp',
+        summary: 'Register an app',
+        description: 'The signed-in user becomes its owner. The answer holds the `client_secret`, shown only here. ' +
+          'Redirect URIs must be https; scopes are those the app may ask for at consent.',
+        body: NewAppBody,
+        response: {
+          201: CreatedApp,
+          ...errorResponses(
+            ...USER_ERRORS,
+            ...BODY_ERRORS,
+            invalid('body', '/slug', 'must match pattern "^[a-z0-9][a-z0-9-]{1,62}$"'),
+            errors.unknownScope(['payroll:read']),
+            errors.invalidRedirectUri('redirect_uris must be absolute https URLs without a fragment or user info ' +
+              '(got "http://acme.example/callback").'),
+            errors.conflict(`An app with slug "${SAMPLE.appSlug}" already exists.`)
+          )
+        }
+      }
     },
     async (request, reply) => {
       const { slug, name, redirect_uris: redirectUris, scopes, publisher, website_url: websiteUrl } = request.body
@@ -33,7 +56,16 @@ const apps: FastifyPluginAsyncTypebox = async app => {
     }
   )
 
-  app.get('/apps', { schema: { tags, response: { 200: AppListing, ...errorResponses(401, 503) } } }, async request => {
+  app.get('/apps', {
+    schema: {
+      tags,
+      security,
+      operationId: 'listApps',
+      summary: 'List your apps',
+      description: 'The apps the signed-in user registered, with the state of their API keys.',
+      response: { 200: AppListing, ...errorResponses(...USER_ERRORS) }
+    }
+  }, async request => {
     const owned = await app.apps.listOwnedBy(request.sessionUser!.sub)
     return { apps: owned.map(a => ({ ...view(a), api_key_enabled: a.apiKeyEnabled })) }
   })
@@ -42,7 +74,19 @@ const apps: FastifyPluginAsyncTypebox = async app => {
     app.post(
       `/apps/:clientId/api-key/${action}`,
       {
-        schema: { tags, params: ClientIdParams, response: { 200: ApiKeyState, ...errorResponses(401, 404, 503) } }
+        schema: {
+          tags,
+          security,
+          operationId: `${action}ApiKey`,
+          summary: action === 'disable' ? "Disable an app's API key" : "Enable an app's API key",
+          description: action === 'disable'
+            ? 'At once, in every tenant, every token and code the app was issued stops working for good ' +
+              '(401 `invalid_client`), and the token endpoint refuses the app until the key is enabled again.'
+            : 'The app can get tokens again through a new consent; tokens and codes issued before the disable stay ' +
+              'dead (`invalid_grant`).',
+          params: ClientIdParams,
+          response: { 200: ApiKeyState, ...errorResponses(...USER_ERRORS, notYours) }
+        }
       },
       async request => {
         const changed = await app.apps.setKeyEnabled(
@@ -50,7 +94,7 @@ const apps: FastifyPluginAsyncTypebox = async app => {
           request.params.clientId,
           action === 'enable'
         )
-        if (!changed) throw errors.notFound('No such app among yours.')
+        if (!changed) throw notYours
         return { client_id: changed.clientId, api_key_enabled: changed.apiKeyEnabled }
       }
     )

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { safeEqual } from '../../lib/crypto.js'
 import { errors } from '../../plugins/errors.js'
-import { errorResponses } from '../../schemas/errors.js'
+import { BODY_ERRORS, errorResponses, SERVICE_ERRORS } from '../../schemas/error-responses.js'
 import { EventAccepted, EventBody } from '../../schemas/events.js'
 
 /** Event ingestion from the accounting system (docs/rules.md#event-ingestion), behind EVENTS_TOKEN. */
@@ -14,9 +14,24 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/events', {
     schema: {
       tags: ['events'],
-      summary: 'Publish an event (accounting system only)',
+      operationId: 'publishEvent',
+      summary: 'Publish an event',
+      description: 'For the accounting system only. The event is stored and fanned out, in one transaction, to ' +
+        'every active subscription of its tenant and topic. `id` is the idempotency key: the same event again ' +
+        'is accepted once; the same id with other content is a conflict.',
+      security: [{ eventsToken: [] }],
       body: EventBody,
-      response: { 202: EventAccepted, ...errorResponses(400, 401, 409, 413, 415, 422, 503) }
+      response: {
+        202: EventAccepted,
+        ...errorResponses(
+          errors.invalidEventsToken(),
+          ...BODY_ERRORS,
+          errors.unknownTopic(['invoice.voided']),
+          errors.eventConflict(),
+          errors.topicNotEmitted('work_order.released'),
+          ...SERVICE_ERRORS
+        )
+      }
     }
   }, async (request, reply) => reply.code(202).send(await app.webhooks.publish(request.body)))
 }

@@ -9,7 +9,17 @@ const READY_PROBE_MS = 1_000
 const health: FastifyPluginAsyncTypebox = async app => {
   const started = Date.now()
 
-  app.get('/health', { schema: { tags: ['operations'], response: { 200: Health } } }, async () => ({
+  const tags = ['operations']
+  app.get('/health', {
+    schema: {
+      tags,
+      operationId: 'getHealth',
+      summary: 'Liveness',
+      description: 'The process answers: restart it when this fails. Never asks the database.',
+      security: [],
+      response: { 200: Health }
+    }
+  }, async () => ({
     status: 'ok' as const,
     version: VERSION,
     active_sessions: app.mcp.activeSessions(),
@@ -18,7 +28,24 @@ const health: FastifyPluginAsyncTypebox = async app => {
 
   app.get(
     '/health/ready',
-    { schema: { tags: ['operations'], response: { 200: Readiness, 503: Readiness } } },
+    {
+      schema: {
+        tags,
+        operationId: 'getReadiness',
+        summary: 'Readiness',
+        description: 'Whether to send traffic here: the database answers within 1 s and the instance is not ' +
+          'shutting down.',
+        security: [],
+        response: {
+          200: Readiness,
+          503: {
+            ...Readiness,
+            'x-response-description': 'Not ready: keep traffic away for now.',
+            examples: [{ status: 'unavailable', database: 'unavailable', shutting_down: false }]
+          }
+        }
+      }
+    },
     async (_request, reply) => {
       const shuttingDown = app.lifecycle.draining
       // While draining the answer is 503 whatever the database says, so it is not asked.

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errors } from '../../plugins/errors.js'
 import type { Install } from '../../plugins/installs.js'
-import { errorResponses } from '../../schemas/errors.js'
+import { errorResponses, USER_ERRORS } from '../../schemas/error-responses.js'
 import { TenantParams } from '../../schemas/identity.js'
-import { InstallListing, InstallParams, InstallRecord } from '../../schemas/installs.js'
+import { InstallListing, InstallParams, UninstalledRecord } from '../../schemas/installs.js'
 
 const view = (i: Install) => ({
   installId: i.installId,
@@ -20,10 +20,21 @@ const view = (i: Install) => ({
 /** Installs of an organisation, seen and removed by its users (docs/rules.md#installs). */
 const installs: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onRequest', app.userSessions.requireUser)
-  const tags = ['internal: installs']
+  const tags = ['installs']
+  const security = [{ userSession: [] }]
+  const notFound = errors.notFound('No active install with this id in your organisation.')
 
   app.get('/orgs/:orgId/entities/:entityId/installs', {
-    schema: { tags, params: TenantParams, response: { 200: InstallListing, ...errorResponses(401, 403, 503) } }
+    schema: {
+      tags,
+      security,
+      operationId: 'listInstalls',
+      summary: 'List the installs of an entity',
+      description: 'Every install of an entity of the signed-in user\'s organisation, active and uninstalled. The ' +
+        'record\'s casing (camelCase, a capital `Status`) is as the contract fixes it.',
+      params: TenantParams,
+      response: { 200: InstallListing, ...errorResponses(...USER_ERRORS, errors.notMemberOfTenant()) }
+    }
   }, async (request) => {
     const { orgId, entityId } = request.params
     if (request.sessionUser!.orgRefId !== orgId) throw errors.notMemberOfTenant()
@@ -31,10 +42,19 @@ const installs: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.delete('/installs/:installId', {
-    schema: { tags, params: InstallParams, response: { 200: InstallRecord, ...errorResponses(401, 404, 503) } }
+    schema: {
+      tags,
+      security,
+      operationId: 'uninstall',
+      summary: 'Uninstall an app',
+      description: 'At once the install\'s access tokens stop working, its refresh tokens are revoked and its ' +
+        'webhook subscriptions stop. Answers the install as it is now.',
+      params: InstallParams,
+      response: { 200: UninstalledRecord, ...errorResponses(...USER_ERRORS, notFound) }
+    }
   }, async (request) => {
     const removed = await app.installs.uninstall(request.sessionUser!.orgRefId, request.params.installId)
-    if (!removed) throw errors.notFound('No active install with this id in your organisation.')
+    if (!removed) throw notFound
     return view(removed)
   })
 }

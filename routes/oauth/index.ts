@@ -4,15 +4,42 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { anyOrigin, preflight } from '../../lib/open-cors.js'
 import type { App } from '../../plugins/apps.js'
+import { knownResources } from '../../plugins/auth/tokens.js'
 import { ApiError, errors, wantsHtml } from '../../plugins/errors.js'
-import { errorResponses } from '../../schemas/errors.js'
+import { BODY_ERRORS, errorResponses, SERVICE_ERRORS } from '../../schemas/error-responses.js'
 import {
-  AuthorizeDecision, AuthorizeQuery, RegistrationRequest, RegistrationResponse, RevokeRequest, TokenRequest,
+  AuthorizeDecision, AuthorizeQuery, Jwks, RegistrationRequest, RegistrationResponse, RevokeRequest, TokenRequest,
   TokenResponse
 } from '../../schemas/oauth.js'
 import { consentHeaders, renderConsent, renderErrorPage } from './consent-page.js'
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token']
+
+/** RFC 6749 endpoints take forms (what OAuth libraries send); JSON is accepted too. */
+const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json']
+/** The consent page's own answers, for the document: a signed-in user is needed, of the right organisation. */
+const CONSENT_ERRORS = [
+  errors.missingUserSession(),
+  errors.invalidUserSession(),
+  errors.notMemberOfTenant(),
+  errors.oauthInvalidRequest('Unknown client_id.'),
+  errors.oauthInvalidRequest('redirect_uri is not registered for this app.'),
+  errors.clientMetadataRefused('The client metadata document could not be fetched: timed out after 3 s.'),
+  ...SERVICE_ERRORS
+]
+/** Client authentication at the token and revocation endpoints. */
+const CLIENT_ERRORS = [
+  errors.oauthInvalidClient('Client authentication failed.', true),
+  errors.oauthInvalidClient("The app's API key is disabled."),
+  errors.oauthInvalidRequest('Use one client authentication method, not two.'),
+  ...BODY_ERRORS.filter(e => e.statusCode !== 400),
+  ...SERVICE_ERRORS
+]
+const redirect = (description: string) => ({
+  type: 'null',
+  description,
+  headers: { location: { type: 'string', format: 'uri', description: 'Where the browser goes next.' } }
+})
 
 /** RFC 7591 3.2.1: the client as registered. */
 function registered (a: App, authMethod: string, clientSecret: string | undefined) {
@@ -48,6 +75,7 @@ function refuseCrossSite (request: FastifyRequest, ownOrigin: string): void {
 const oauth: FastifyPluginAsyncTypebox = async app => {
   await app.register(formbody)
   const { publicBaseUrl, loginUrl, registrationRateLimit } = app.config
+  const resources = knownResources(app.config)
   const ownOrigin = new URL(publicBaseUrl).origin
   const tags = ['oauth']
 
@@ -75,12 +103,29 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
       config: { htmlErrors },
       schema: {
         tags,
-        summary: 'Consent page (browser, signed-in user)',
+        operationId: 'openConsentPage',
+        summary: 'The consent page',
+        description: 'Where an app sends the user to install it: an HTML page (for a signed-in user of the ' +
+          'accounting system) that names the app, its publisher and the scopes in plain words, lets the user ' +
+          'pick the entity, and posts the decision. Errors the app cannot be trusted with (unknown client, ' +
+          'unregistered redirect_uri) are shown on the page; the others go back to redirect_uri as ' +
+          '`error=...` (RFC 6749 4.1.2.1). A browser gets every error as a page; other clients get JSON.',
+        security: [{ userSession: [] }, { sessionCookie: [] }],
         querystring: AuthorizeQuery,
         response: {
-          200: { type: 'string', description: 'HTML consent page' },
-          302: { type: 'null', description: 'Back to redirect_uri with an error, or to LOGIN_URL to sign in' },
-          ...errorResponses(400, 401, 403, 503)
+          200: {
+            description: 'The consent page.',
+            content: {
+              'text/html': {
+                schema: { type: 'string' },
+                example: '<!doctype html><html lang="en"><title>Install Acme Invoicing</title>…' +
+                  '<form method="post" action="/oauth/authorize">…</form></html>'
+              }
+            }
+          },
+          302: redirect('Back to redirect_uri with `error` and `state` (invalid_scope, ' +
+            'unsupported_response_type, invalid_request, invalid_target), or to LOGIN_URL to sign in.'),
+          ...errorResponses(...CONSENT_ERRORS)
         }
       }
     },
@@ -98,11 +143,22 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
       config: { htmlErrors },
       schema: {
         tags,
-        summary: "The user's decision (form or JSON)",
+        operationId: 'decideConsent',
+        summary: "Post the user's decision",
+        description: 'What the consent page posts: the authorization request again, the entity, and `decision`. ' +
+          'Allow redirects to redirect_uri with a one-time `code` (60 s) and `state`; Deny with ' +
+          '`error=access_denied`. Cross-site form posts are refused.',
+        security: [{ userSession: [] }, { sessionCookie: [] }],
+        consumes: FORM_OR_JSON,
         body: AuthorizeDecision,
         response: {
-          302: { type: 'null', description: 'To redirect_uri with code and state, or error=access_denied' },
-          ...errorResponses(400, 401, 403, 413, 415, 503)
+          302: redirect('To redirect_uri with `code`, `state` and `iss`, or with `error=access_denied`.'),
+          ...errorResponses(
+            ...CONSENT_ERRORS,
+            errors.oauthInvalidRequest('Choose an entity to install into.'),
+            errors.crossSiteRequest(),
+            ...BODY_ERRORS
+          )
         }
       }
     },
@@ -121,10 +177,26 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
       config: { oauthErrors: true },
       schema: {
         tags,
+        operationId: 'createToken',
         summary: 'Exchange a code, or rotate a refresh token',
-        security: [{ clientCredentials: [] }],
+        description: '`authorization_code` (with the PKCE `code_verifier`) gives the install\'s first access token ' +
+          '(1 hour) and refresh token; `refresh_token` gives new ones, and the old refresh token stops working. ' +
+          'Confidential clients authenticate with HTTP Basic (or both credentials in the body); public clients ' +
+          'send only `client_id`.',
+        security: [{ clientCredentials: [] }, {}],
+        consumes: FORM_OR_JSON,
         body: TokenRequest,
-        response: { 200: TokenResponse, ...errorResponses(400, 401, 413, 415, 503) }
+        response: {
+          200: TokenResponse,
+          ...errorResponses(
+            errors.oauthInvalidGrant('code_verifier does not match the code_challenge.'),
+            errors.oauthInvalidGrant('The refresh token is invalid, expired or revoked.'),
+            errors.oauthInvalidRequest('code, redirect_uri and code_verifier are required.'),
+            errors.oauthUnsupportedGrantType(),
+            errors.oauthInvalidTarget(`resource must be ${resources.mcp} or ${resources.publicApi}.`),
+            ...CLIENT_ERRORS
+          )
+        }
       }
     },
     async (request, reply) => {
@@ -151,12 +223,19 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
       config: { oauthErrors: true },
       schema: {
         tags,
-        summary: 'Revoke a refresh token (RFC 7009)',
-        security: [{ clientCredentials: [] }],
+        operationId: 'revokeToken',
+        summary: 'Revoke a refresh token',
+        description: 'RFC 7009: the refresh token stops working, and so does the install\'s grant through it. ' +
+          'Answers 200 whether the token was known or not, so that it tells nothing about other tokens.',
+        security: [{ clientCredentials: [] }, {}],
+        consumes: FORM_OR_JSON,
         body: RevokeRequest,
         response: {
-          200: { type: 'null', description: 'Always, whether the token was known or not' },
-          ...errorResponses(400, 401, 413, 415, 503)
+          200: { type: 'null', description: 'Revoked, or was not a token of this client.' },
+          ...errorResponses(
+            errors.oauthInvalidRequest('Request validation failed. body must have required property \'token\'.'),
+            ...CLIENT_ERRORS
+          )
         }
       }
     },
@@ -192,12 +271,29 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
       },
       schema: {
         tags,
-        summary: 'Register a client (RFC 7591)',
+        operationId: 'registerClient',
+        summary: 'Register a client',
+        description: 'Dynamic Client Registration (RFC 7591), what MCP clients do when they first meet the ' +
+          'service: the client becomes an app without an owner. Redirect URIs may be https, loopback http on any ' +
+          'port, or a private scheme such as `cursor://`. Limited per IP address.',
+        security: [],
         body: RegistrationRequest,
         response: {
-          201: RegistrationResponse,
-          200: { ...RegistrationResponse, description: 'An identical public client was registered before: that one' },
-          ...errorResponses(400, 413, 415, 429, 503)
+          201: { ...RegistrationResponse, 'x-response-description': 'Registered.' },
+          200: {
+            ...RegistrationResponse,
+            'x-response-description': 'An identical public client was registered ' +
+            'before: that one.'
+          },
+          ...errorResponses(
+            errors.registrationInvalidRedirectUri('"javascript:alert(1)": the javascript: scheme cannot receive a ' +
+              'redirect.'),
+            errors.invalidClientMetadata('response_types must be ["code"].'),
+            errors.invalidClientMetadata('Unknown scope: payroll:read'),
+            errors.rateLimited(42),
+            ...BODY_ERRORS.filter(e => e.statusCode !== 400),
+            ...SERVICE_ERRORS
+          )
         }
       }
     },
@@ -231,8 +327,11 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
       onSend: anyOrigin,
       schema: {
         tags,
+        operationId: 'getJwks',
         summary: 'Public keys that verify access tokens',
-        response: { 200: { type: 'object', additionalProperties: true } }
+        description: 'The JSON Web Key Set of the access tokens\' RS256 signatures (by `kid`); cached 5 minutes.',
+        security: [],
+        response: { 200: Jwks }
       }
     },
     async (_request, reply) => {

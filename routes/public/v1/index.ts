@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { perInstallRateLimit } from '../../../plugins/rate-limit.js'
-import { errorResponses, PUBLIC_ERRORS } from '../../../schemas/errors.js'
+import { errorResponses, PUBLIC_ERRORS } from '../../../schemas/error-responses.js'
 import { Identity } from '../../../schemas/identity.js'
 import tenant from './tenant/index.js'
 
@@ -20,8 +20,10 @@ const publicV1: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/me', {
     schema: {
       tags: ['identity'],
+      operationId: 'getMe',
       summary: 'The install behind the access token',
-      security: [{ accessToken: [] }],
+      description: 'Which app, tenant (organisation and entity) and scopes the access token acts for. Needs no ' +
+        'scope: an app calls it to learn where it was installed.',
       response: { 200: Identity, ...errorResponses(...PUBLIC_ERRORS) }
     }
   }, async (request) => app.publicAuth.identity(request.principal!))

@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errorResponses, TENANT_ERRORS } from '../../../../schemas/errors.js'
+import { publicPath } from '../../../../plugins/accounting.js'
+import { errors } from '../../../../plugins/errors.js'
+import { errorResponses, scopeError, TENANT_ERRORS } from '../../../../schemas/error-responses.js'
 import { TenantParams } from '../../../../schemas/identity.js'
 
 /** The accounting read routes, from the table their MCP tools also come from (plugins/accounting.ts). */
@@ -10,11 +12,17 @@ const accounting: FastifyPluginAsyncTypebox = async (app) => {
       config: { scopes: [route.scope] },
       schema: {
         tags: ['accounting'],
+        // The tool's name in camelCase: listInvoices is the REST twin of the list_invoices tool.
+        operationId: route.tool.replace(/_(\w)/g, (_m, c: string) => c.toUpperCase()),
         summary: route.title,
         description: `Requires \`${route.scope}\`. Not built yet: answers 501 \`not_implemented\` once the token, ` +
           'tenant and scope checks pass.',
         params: Type.Object({ ...TenantParams.properties, ...route.params }),
-        response: errorResponses(...TENANT_ERRORS, 501)
+        response: errorResponses(
+          ...TENANT_ERRORS,
+          scopeError(route.scope),
+          errors.notImplemented('GET', publicPath(route))
+        )
       }
     }, async () => app.accounting.read(route))
   }
