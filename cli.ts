@@ -7,9 +7,9 @@ import { VERSION } from './lib/root.js'
 import { StartupError } from './plugins/config.js'
 
 // commander parses and answers --help, -h, `help [command]` and --version for every command and names unknown
-// commands and options itself (docs/tooling.md#the-command-line). Each action runs only after parsing succeeded, so
-// `serve --help` or `migrate --help` print and do nothing else; the actions import the app themselves, so that help
-// and usage errors answer without loading it.
+// commands and options itself (docs/tooling.md#the-command-line-commander). Each action runs only after parsing
+// succeeded, so `serve --help` or `migrate --help` print and do nothing else; the actions import the app themselves,
+// so that help and usage errors answer without loading it.
 
 /** The configuration from the environment; a bad one prints what is wrong and exits. */
 const loadConfigOrExit = async () => (await import('./server.js')).loadConfigOrExit()
@@ -110,8 +110,11 @@ const positiveInteger = (value: string): number => {
   if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('Not a positive whole number of seconds.')
   return Number(value)
 }
-const entityList = (value: string, previous: string[] = []): string[] =>
-  [...previous, ...value.split(',').filter(Boolean)]
+const entityList = (value: string, previous: string[] = []): string[] => {
+  const entities = value.split(',').filter(Boolean)
+  if (entities.length === 0) throw new InvalidArgumentError('No entity named.')
+  return [...previous, ...entities]
+}
 const jsonObject = (value: string): object => {
   let parsed: unknown
   try {

@@ -115,6 +115,7 @@ t.test('usage errors name what is wrong, exit 2 and do nothing', async t => {
     [['migrate', '--dry-run'], /^error: unknown option '--dry-run'/],
     [['user-token', '--sub', 'u'], /^error: required option '--org <org_ref_id>' not specified/],
     [['user-token', '--sub', 'u', '--org', 'o', '--entity', 'e', '--ttl', '0'], /'--ttl <seconds>' argument '0'/],
+    [['user-token', '--sub', 'u', '--org', 'o', '--entity', ','], /'--entity <entity_ref_id>' argument ','.*No entity/],
     [[...trigger, '--data', '[1'], /'--data <json>' argument '\[1' is invalid. Not JSON/],
     [[...trigger, '--data', '[1]'], /'--data <json>' argument '\[1\]' is invalid. Not a JSON object/],
     [['events', 'trigger', '--org', 'o', '--entity', 'e'], /^error: missing required argument 'topic'/],

@@ -26,7 +26,7 @@ const docs: FastifyPluginAsyncTypebox = async (app) => {
     return eventTypes
   })
   // "Authorize" runs the install flow from this page (the oauth2 scheme: code + PKCE) with the client_id a developer
-  // pastes; that client must have this page's redirect URI registered (docs/decisions.md#the-reference-page).
+  // pastes; that client must have this page's redirect URI registered (docs/decisions.md, "What app developers see").
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     uiConfig: { deepLinking: true, oauth2RedirectUrl: referenceRedirectUri(app.config.publicBaseUrl) },

@@ -24,7 +24,7 @@ const CONSENT_ERRORS = [
   errors.notMemberOfTenant(),
   errors.oauthInvalidRequest('Unknown client_id.'),
   errors.oauthInvalidRequest('redirect_uri is not registered for this app.'),
-  errors.clientMetadataRefused('The client metadata document could not be fetched: timed out after 3 s.'),
+  errors.clientMetadataRefused('The client metadata document is at a private or reserved address.'),
   ...SERVICE_ERRORS
 ]
 /** Client authentication at the token and revocation endpoints. */
