@@ -98,8 +98,6 @@ export function nameSchemas (doc: Json): Json {
 const withoutDescription = ({ description: _d, ...rest }: Json): Json => rest
 
 /** Routes that are not HTTP APIs to document: the MCP endpoint (its own protocol), the docs themselves, metrics. */
-const UNDOCUMENTED = /^\/(mcp|docs)(\/|$)|^\/public\/v1\/openapi\.json$/
-
 /**
  * OpenAPI 3.1, generated from the route schemas (the same TypeBox schemas that validate and serialize), for app
  * developers and their code generators: the public API, the OAuth endpoints, the webhook deliveries, and the
@@ -220,7 +218,7 @@ export default fp(
         const documented = url.startsWith('/public/v1/') && schema.security === undefined
           ? { ...schema, security: [{ accessToken: [] }, { oauth2: required }] }
           : schema
-        return { schema: UNDOCUMENTED.test(url) ? { ...documented, hide: true } : documented, url }
+        return { schema: documented, url }
       }
     })
 

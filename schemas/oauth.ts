@@ -108,6 +108,16 @@ const AuthMethod = Type.Unsafe<'none' | 'client_secret_basic' | 'client_secret_p
   description: 'none: a public client (PKCE only). Default client_secret_basic (RFC 7591 2).'
 })
 
+/** A client registering itself, as the examples show it: its metadata, and what the registration answers with. */
+const clientSample = {
+  client_name: 'Claude Code',
+  redirect_uris: ['http://127.0.0.1/callback'],
+  token_endpoint_auth_method: 'none',
+  grant_types: ['authorization_code', 'refresh_token'],
+  response_types: ['code'],
+  scope: 'invoices:read bills:read'
+}
+
 /** RFC 7591 2: client metadata. Fields this server does not use are accepted and ignored, as the RFC asks. */
 export const RegistrationRequest = Type.Object({
   redirect_uris: Type.Array(Uri, {
@@ -124,14 +134,7 @@ export const RegistrationRequest = Type.Object({
 }, {
   title: 'ClientMetadata',
   additionalProperties: true,
-  examples: [{
-    client_name: 'Claude Code',
-    redirect_uris: ['http://127.0.0.1/callback'],
-    token_endpoint_auth_method: 'none',
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    scope: 'invoices:read bills:read'
-  }]
+  examples: [clientSample]
 })
 
 export const RegistrationResponse = Type.Object({
@@ -149,16 +152,7 @@ export const RegistrationResponse = Type.Object({
 }, {
   title: 'RegisteredClient',
   additionalProperties: false,
-  examples: [{
-    client_id: 'app_K8pQ2xZr7mVt4LwN',
-    client_id_issued_at: 1795512600,
-    client_name: 'Claude Code',
-    redirect_uris: ['http://127.0.0.1/callback'],
-    token_endpoint_auth_method: 'none',
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    scope: 'invoices:read bills:read'
-  }]
+  examples: [{ client_id: 'app_K8pQ2xZr7mVt4LwN', client_id_issued_at: 1795512600, ...clientSample }]
 })
 
 /** RFC 7517: the keys that verify access tokens, by kid. */
