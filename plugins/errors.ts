@@ -167,6 +167,8 @@ export const errors = {
   eventConflict: () => new ApiError(409, 'event_conflict',
     'An event with this id was already accepted with a different topic, tenant or data.'),
   limitExceeded: (message: string) => new ApiError(422, 'limit_exceeded', message),
+  appNotFound: () => errors.notFound('No such app among yours.'),
+  installNotFound: () => errors.notFound('No active install with this id in your organisation.'),
   subscriptionNotFound: () => errors.notFound('No such subscription among yours.'),
   deliveryNotFound: () => errors.notFound('No such delivery for this subscription.'),
   subscriptionInactive: () => errors.conflict('The subscription is not active; create a new one.'),

@@ -4,9 +4,9 @@ import { ErrorBody, STATUS_MEANING } from './errors.js'
 
 /**
  * The error responses of a route for its OpenAPI document, from the catalog errors it can answer: one response per
- * status, described, with an example of every code (and message) under it, built by the catalog itself, so that the
- * document cannot show a body the service would not send. The schema stays the one `Error` shape (`x-` keys are
- * read by @fastify/swagger and ignored by the serializer).
+ * status, described, with an example of every code (and message) under it, built by the catalog's own functions, so
+ * codes and fixed messages cannot drift (messages with a value carry the route's sample value). The schema stays the
+ * one `Error` shape (`x-` keys are read by @fastify/swagger and ignored by the serializer).
  */
 export function errorResponses (...possible: ApiError[]): Record<number, typeof ErrorBody> {
   const byStatus = new Map<number, ApiError[]>()

@@ -21,7 +21,6 @@ const apps: FastifyPluginAsyncTypebox = async app => {
   app.addHook('onRequest', app.userSessions.requireUser)
   const tags = ['apps']
   const security = [{ userSession: [] }]
-  const notYours = errors.notFound('No such app among yours.')
 
   app.post(
     '/apps',
@@ -85,7 +84,7 @@ const apps: FastifyPluginAsyncTypebox = async app => {
             : 'The app can get tokens again through a new consent; tokens and codes issued before the disable stay ' +
               'dead (`invalid_grant`).',
           params: ClientIdParams,
-          response: { 200: ApiKeyState, ...errorResponses(...USER_ERRORS, notYours) }
+          response: { 200: ApiKeyState, ...errorResponses(...USER_ERRORS, errors.appNotFound()) }
         }
       },
       async request => {
@@ -94,7 +93,7 @@ const apps: FastifyPluginAsyncTypebox = async app => {
           request.params.clientId,
           action === 'enable'
         )
-        if (!changed) throw notYours
+        if (!changed) throw errors.appNotFound()
         return { client_id: changed.clientId, api_key_enabled: changed.apiKeyEnabled }
       }
     )

@@ -22,7 +22,6 @@ const installs: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onRequest', app.userSessions.requireUser)
   const tags = ['installs']
   const security = [{ userSession: [] }]
-  const notFound = errors.notFound('No active install with this id in your organisation.')
 
   app.get('/orgs/:orgId/entities/:entityId/installs', {
     schema: {
@@ -50,11 +49,11 @@ const installs: FastifyPluginAsyncTypebox = async (app) => {
       description: 'At once the install\'s access tokens stop working, its refresh tokens are revoked and its ' +
         'webhook subscriptions stop. Answers the install as it is now.',
       params: InstallParams,
-      response: { 200: UninstalledRecord, ...errorResponses(...USER_ERRORS, notFound) }
+      response: { 200: UninstalledRecord, ...errorResponses(...USER_ERRORS, errors.installNotFound()) }
     }
   }, async (request) => {
     const removed = await app.installs.uninstall(request.sessionUser!.orgRefId, request.params.installId)
-    if (!removed) throw notFound
+    if (!removed) throw errors.installNotFound()
     return view(removed)
   })
 }
