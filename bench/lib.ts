@@ -1,10 +1,10 @@
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
-import { Worker } from 'node:worker_threads'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { loadConfig, type Config } from '../plugins/config.js'
@@ -28,10 +28,10 @@ export function positiveInt (name: string, fallback: number, zeroOk = false): nu
   return n
 }
 
-/** A comma-separated choice among `allowed` (all of them when unset). */
-export function list (name: string, allowed: readonly string[]): Set<string> {
+/** A comma-separated choice among `allowed` (`fallback`, or all of them, when unset), in the order given. */
+export function list (name: string, allowed: readonly string[], fallback: readonly string[] = allowed): Set<string> {
   const raw = process.env[name]
-  if (!raw) return new Set(allowed)
+  if (!raw) return new Set(fallback)
   const items = raw.split(',').map(s => s.trim()).filter(Boolean)
   for (const item of items) {
     if (!allowed.includes(item)) {
@@ -53,6 +53,16 @@ export function nodeAndCpus (): string {
   const cpu = cpus()
   return `Node ${process.version}, ${cpu.length} CPU(s) (${cpu[0]?.model ?? 'unknown'})`
 }
+
+/**
+ * One figure for the summary table of `npm run bench` (bench/run.ts collects these lines from every benchmark's
+ * output): what it is, its value, and its target and verdict when it has one.
+ */
+export function summary (figure: string, value: string, target?: { text: string, met: boolean }): void {
+  const line = { figure, value, target: target?.text, verdict: target && verdict(target.met) }
+  console.log(SUMMARY_PREFIX + JSON.stringify(line))
+}
+export const SUMMARY_PREFIX = 'summary\t'
 
 /** UTC date and minute, the first cell of a markdown row. */
 export const stamp = (): string => new Date().toISOString().slice(0, 16).replace('T', ' ')
@@ -246,39 +256,56 @@ export function mergeSlices (name: string, url: string, connections: number, res
 const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon')
 
 /**
- * autocannon in a worker thread (a fresh one per slice), so that it neither shares the servers' event loop nor
- * pollutes their heap. Functions cannot cross into the worker, so a per-connection session header (`sessions`) and
- * a body check (`expect`, a substring) are built there from plain data.
+ * autocannon in a process of its own (a fresh one per slice), so that the load generator shares neither an event
+ * loop nor a heap with anything it measures. Functions cannot cross into it, so a per-connection session header
+ * (`sessions`), a per-request access token (the lines of `tokensFile`, taken in turn) and a body check (`expect`,
+ * a substring) are built there from plain data. The options arrive on standard input; the raw result leaves on
+ * standard output.
  */
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads')
-const { autocannon, opts, sessions, expect } = workerData
-if (sessions) {
-  let next = 0
-  opts.setupClient = client =>
-    client.setHeaders({ ...opts.headers, 'mcp-session-id': sessions[next++ % sessions.length] })
-}
-if (expect) opts.verifyBody = body => typeof body === 'string' && body.includes(expect)
-require(autocannon)(opts, (err, result) => {
-  if (err) parentPort.postMessage({ error: String(err && err.stack || err) })
-  else parentPort.postMessage({ result })
+const LOAD_SOURCE = `
+let input = ''
+process.stdin.setEncoding('utf8')
+process.stdin.on('data', chunk => { input += chunk })
+process.stdin.on('end', () => {
+  const { autocannon, opts, sessions, tokensFile, expect } = JSON.parse(input)
+  if (sessions) {
+    let next = 0
+    opts.setupClient = client =>
+      client.setHeaders({ ...opts.headers, 'mcp-session-id': sessions[next++ % sessions.length] })
+  }
+  if (tokensFile) {
+    const tokens = require('node:fs').readFileSync(tokensFile, 'utf8').split('\\n').filter(Boolean)
+    let next = 0
+    const header = () => 'Bearer ' + tokens[next++ % tokens.length]
+    opts.requests = [{ setupRequest: req => ({ ...req, headers: { ...req.headers, authorization: header() } }) }]
+  }
+  if (expect) opts.verifyBody = body => typeof body === 'string' && body.includes(expect)
+  require(autocannon)(opts, (err, result) => {
+    if (err) { console.error(String(err && err.stack || err)); process.exit(1) }
+    process.stdout.write(JSON.stringify(result))
+  })
 })`
 
-/** One slice of load; `inline` runs autocannon on this thread instead (BENCH_INLINE). */
+/** One slice of load, from a process of its own. */
 export function loadSlice (
-  opts: autocannon.Options, extras: { sessions?: string[], expect?: string } = {}, inline = false
+  opts: autocannon.Options, extras: { sessions?: string[], tokensFile?: string, expect?: string } = {}
 ): Promise<RawResult> {
-  if (inline) return autocannon({ ...opts, skipAggregateResult: true }) as unknown as Promise<RawResult>
   return new Promise((resolve, reject) => {
-    const worker = new Worker(WORKER_SOURCE, {
-      eval: true, workerData: { autocannon: AUTOCANNON, opts: { ...opts, skipAggregateResult: true }, ...extras }
+    const env = { ...process.env }
+    delete env.NODE_OPTIONS
+    const child = spawn(process.execPath, ['-e', LOAD_SOURCE], { env, stdio: ['pipe', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.setEncoding('utf8')
+    child.stdout.on('data', (chunk: string) => { out += chunk })
+    child.once('error', reject)
+    child.once('exit', code => {
+      if (code !== 0) return reject(new Error(`load process exited ${code}`))
+      try {
+        resolve(JSON.parse(out) as RawResult)
+      } catch (err) {
+        reject(new Error(`load process: no result (${(err as Error).message})`))
+      }
     })
-    worker.once('message', (msg: { error?: string, result?: RawResult }) => {
-      if (msg.result) resolve(msg.result)
-      else reject(new Error(`autocannon: ${msg.error}`))
-      worker.terminate().catch(() => {})
-    })
-    worker.once('error', reject)
-    worker.once('exit', code => reject(new Error(`load worker exited (${code}) without a result`)))
+    child.stdin.end(JSON.stringify({ autocannon: AUTOCANNON, opts: { ...opts, skipAggregateResult: true }, ...extras }))
   })
 }

@@ -75,6 +75,36 @@ t.test('contract 3.4, row by row', async t => {
     t.equal(res.headers['www-authenticate'], challenge('Access token expired.'))
   })
 
+  await t.test('a token once accepted is remembered, but its expiry and audience are checked on every use', async t => {
+    const exp = Math.floor(Date.now() / 1000) + 2
+    const soon = resign({ exp })
+    t.equal((await get('/public/v1/me', bearer(soon))).statusCode, 200, 'accepted while valid')
+    await new Promise(resolve => setTimeout(resolve, Math.max(0, exp * 1000 - Date.now()) + 50))
+    const late = await get('/public/v1/me', bearer(soon))
+    t.equal(late.statusCode, 401, 'the same token, once past exp')
+    t.same(late.json(), { error: 'invalid_token', message: 'Access token expired.' })
+
+    // Only for the MCP endpoint (RFC 8707): accepted there, and remembered there, still refused here.
+    const mcpOnly = resign({ aud: `${ISSUER}/mcp` })
+    const mcp = await app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: {
+        ...bearer(mcpOnly), accept: 'application/json, text/event-stream', 'content-type': 'application/json'
+      },
+      payload: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'tap', version: '1' } }
+      }
+    })
+    t.equal(mcp.statusCode, 200, 'the MCP endpoint takes it')
+    const here = await get('/public/v1/me', bearer(mcpOnly))
+    t.equal(here.statusCode, 401)
+    t.same(here.json(), { error: 'invalid_token', message: 'Invalid access token.' })
+  })
+
   await t.test('row 6: tenant mismatch, decided before scopes and without lookups', async t => {
     for (const url of [
       `/public/v1/orgs/other-org/entities/${i.entityRefId}/invoices`,

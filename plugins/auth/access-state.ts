@@ -2,18 +2,21 @@ import fp from 'fastify-plugin'
 import { notify, type Queryable } from '../db/index.js'
 import { SELECT_INSTALL, toInstall, type Install, type InstallRow } from '../installs.js'
 
-type InstallFields = 'installId' | 'clientId' | 'appSlug' | 'orgRefId' | 'entityRefId' | 'scopes' | 'status'
+type PrincipalFields = 'installId' | 'clientId' | 'appSlug' | 'orgRefId' | 'entityRefId' | 'scopes'
+/** The install a request acts for, as the database says it is right now (scopes included, not the token's). */
+export type Principal = Readonly<Pick<Install, PrincipalFields>>
+
 /** What the database says about an install and its app: the authority behind every access token. */
-export type AccessState = Pick<Install, InstallFields> & {
+export interface AccessState {
+  /** Built once per load, so that the requests it serves share it instead of each copying it. */
+  principal: Principal
+  status: Install['status']
   apiKeyEnabled: boolean
   /** Epoch milliseconds of the last key disable; tokens issued at or before it are dead for good. */
   keyDisabledAt: number | null
   /** Epoch milliseconds of the last refresh-token family revocation; access tokens issued until then are dead. */
   tokensRevokedAt: number | null
 }
-
-/** The install a request acts for, as the database says it is right now (scopes included, not the token's). */
-export type Principal = Omit<AccessState, 'status' | 'apiKeyEnabled' | 'keyDisabledAt' | 'tokensRevokedAt'>
 
 export type AccessKey = { installId: string } | { clientId: string }
 
@@ -47,7 +50,7 @@ export default fp(async (app) => {
       byInstall.delete(key.installId)
       return
     }
-    for (const [id, state] of byInstall) if (state.clientId === key.clientId) byInstall.delete(id)
+    for (const [id, state] of byInstall) if (state.principal.clientId === key.clientId) byInstall.delete(id)
   }
 
   function parse (payload: string): AccessKey | undefined {
@@ -68,12 +71,13 @@ export default fp(async (app) => {
     byInstall.clear()
   })
 
-  async function load (installId: string): Promise<AccessState | undefined> {
-    const [row] = await db.query<InstallRow>(`${SELECT_INSTALL} where i.install_id = $1`, [installId])
+  async function load (id: string): Promise<AccessState | undefined> {
+    const [row] = await db.query<InstallRow>(`${SELECT_INSTALL} where i.install_id = $1`, [id])
     if (!row) return undefined
-    const { installedBy: _by, createdAt: _created, uninstalledAt: _uninstalled, ...install } = toInstall(row)
+    const { installId, clientId, appSlug, orgRefId, entityRefId, scopes, status } = toInstall(row)
     return {
-      ...install,
+      principal: Object.freeze({ installId, clientId, appSlug, orgRefId, entityRefId, scopes }),
+      status,
       apiKeyEnabled: row.api_key_enabled,
       keyDisabledAt: row.key_disabled_at?.getTime() ?? null,
       tokensRevokedAt: row.tokens_revoked_at?.getTime() ?? null

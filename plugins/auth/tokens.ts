@@ -8,6 +8,10 @@ export const ACCESS_TOKEN_AUDIENCE = 'marketplace_app'
 export const ACCESS_TOKEN_TYPE = 'at+jwt'
 export const ACCESS_TOKEN_TTL_S = 3600
 const MAX_CLOCK_SKEW_MS = 60_000
+/** Verified tokens remembered; at about 1 KB a token, 10 MB at most. */
+const VERIFIED_CACHE_SIZE = 10_000
+// RFC 6750 b64token; a JWT always fits it.
+const B64TOKEN = /^[A-Za-z0-9_.~+/-]+=*$/
 
 /** Claims of a marketplace access token (RFC 9068 profile; the rules are in docs/rules.md#access-tokens). */
 export interface AccessClaims {
@@ -27,6 +31,13 @@ export interface AccessClaims {
 
 /** Verified claims, plus the precise issue time that `iat` (whole seconds) cannot give. */
 export type VerifiedClaims = AccessClaims & { issuedAtMs: number }
+
+/** A verified token as the cache keeps it: its claims, and which surfaces its audience admits. */
+interface Verified {
+  claims: Readonly<VerifiedClaims>
+  forPublic: boolean
+  forMcp: boolean
+}
 
 export interface TokenSubject {
   installId: string
@@ -96,12 +107,14 @@ export default fp(
         requiredClaims: ['iss', 'aud', 'sub', 'exp', 'iat'],
         // Expiry is checked below, after audience and issuer, so that the pipeline's rows keep their order.
         ignoreExpiration: true,
-        complete: true,
-        // RS256 verification dominates a request's cost; a verified token is remembered (bounded LRU).
-        cache: 10_000
+        complete: true
       }
     })
     const jwt = (app.jwt as unknown as { marketplace: JWT }).marketplace
+    // RS256 verification dominates a cold request's cost, so a verified token is remembered, keyed by its exact
+    // text: a Map lookup, where @fastify/jwt's own cache first hashes the token with SHA-256 (BENCHMARKS.md).
+    // Oldest first out; the clock and the surface are checked again on every use.
+    const verified = new Map<string, Verified>()
 
     app.decorate('accessTokens', {
       kid,
@@ -121,37 +134,55 @@ export default fp(
         })
       },
       verify (token: string, surface: TokenSurface = 'public'): VerifiedClaims {
-        let decoded: { header: { typ?: unknown, kid?: unknown }, payload: Record<string, unknown> }
-        try {
-          decoded = jwt.verify(token)
-        } catch {
-          throw errors.invalidAccessToken()
+        let entry = verified.get(token)
+        if (entry === undefined) {
+          entry = verifySignature(token)
+          if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!)
+          verified.set(token, entry)
         }
-        const { header, payload: c } = decoded
-        const aud = Array.isArray(c.aud) ? c.aud : [c.aud]
-        if (
-          header.typ !== ACCESS_TOKEN_TYPE ||
-          // The seed's "same token" works everywhere; a token only for the MCP endpoint works only there.
-          !(aud.includes(ACCESS_TOKEN_AUDIENCE) || (surface === 'mcp' && aud.includes(mcpResource))) ||
-          header.kid !== kid ||
-          !isString(c.sub) ||
-          !isString(c.client_id) ||
-          !isString(c.org_ref_id) ||
-          !isString(c.entity_ref_id) ||
-          typeof c.iat !== 'number' ||
-          typeof c.exp !== 'number' ||
-          // A ceiling on the lifetime, so that no token, however it came to be signed, lives for long.
-          c.exp - c.iat > accessTokenMaxLifetime
-        ) {
-          throw errors.invalidAccessToken()
-        }
-        const issuedAtMs = typeof c.jti === 'string' ? uuidv7Time(c.jti) : undefined
-        // A token "issued" in the future was not issued by this service's clock.
-        if (issuedAtMs === undefined || c.iat * 1000 > Date.now() + MAX_CLOCK_SKEW_MS) throw errors.invalidAccessToken()
-        if (c.exp * 1000 <= Date.now()) throw errors.accessTokenExpired()
-        return { ...(c as unknown as AccessClaims), issuedAtMs }
+        // Checked on every use: the surface asked for, and the clock.
+        if (!(surface === 'mcp' ? entry.forMcp : entry.forPublic)) throw errors.invalidAccessToken()
+        if (entry.claims.exp * 1000 <= Date.now()) throw errors.accessTokenExpired()
+        return entry.claims
       }
     })
+
+    /** Everything about a token that does not change with time or surface: signature, header, claims. */
+    function verifySignature (token: string): Verified {
+      if (!B64TOKEN.test(token)) throw errors.invalidAccessToken()
+      let decoded: { header: { typ?: unknown, kid?: unknown }, payload: Record<string, unknown> }
+      try {
+        decoded = jwt.verify(token)
+      } catch {
+        throw errors.invalidAccessToken()
+      }
+      const { header, payload: c } = decoded
+      const aud = Array.isArray(c.aud) ? c.aud : [c.aud]
+      if (
+        header.typ !== ACCESS_TOKEN_TYPE ||
+        header.kid !== kid ||
+        !isString(c.sub) ||
+        !isString(c.client_id) ||
+        !isString(c.org_ref_id) ||
+        !isString(c.entity_ref_id) ||
+        typeof c.iat !== 'number' ||
+        typeof c.exp !== 'number' ||
+        // A ceiling on the lifetime, so that no token, however it came to be signed, lives for long.
+        c.exp - c.iat > accessTokenMaxLifetime
+      ) {
+        throw errors.invalidAccessToken()
+      }
+      const issuedAtMs = typeof c.jti === 'string' ? uuidv7Time(c.jti) : undefined
+      // A token "issued" in the future was not issued by this service's clock.
+      if (issuedAtMs === undefined || c.iat * 1000 > Date.now() + MAX_CLOCK_SKEW_MS) throw errors.invalidAccessToken()
+      // The seed's "same token" works everywhere; a token only for the MCP endpoint works only there.
+      const forPublic = aud.includes(ACCESS_TOKEN_AUDIENCE)
+      return {
+        claims: Object.freeze({ ...(c as unknown as AccessClaims), issuedAtMs }),
+        forPublic,
+        forMcp: forPublic || aud.includes(mcpResource)
+      }
+    }
   },
   { name: 'access-tokens', dependencies: ['config'] }
 )
