@@ -10,6 +10,8 @@ export const ACCESS_TOKEN_TTL_S = 3600
 const MAX_CLOCK_SKEW_MS = 60_000
 /** Verified tokens remembered; at about 1 KB a token, 10 MB at most. */
 const VERIFIED_CACHE_SIZE = 10_000
+/** Of a token's RS256 signature (342 characters, 2,048 random-looking bits), enough to tell tokens apart. */
+const CACHE_KEY_CHARS = 32
 // RFC 6750 b64token; a JWT always fits it.
 const B64TOKEN = /^[A-Za-z0-9_.~+/-]+=*$/
 
@@ -34,6 +36,7 @@ export type VerifiedClaims = AccessClaims & { issuedAtMs: number }
 
 /** A verified token as the cache keeps it: its claims, and which surfaces its audience admits. */
 interface Verified {
+  token: string
   claims: Readonly<VerifiedClaims>
   forPublic: boolean
   forMcp: boolean
@@ -111,8 +114,9 @@ export default fp(
       }
     })
     const jwt = (app.jwt as unknown as { marketplace: JWT }).marketplace
-    // RS256 verification dominates a cold request's cost, so a verified token is remembered, keyed by its exact
-    // text: a Map lookup, where @fastify/jwt's own cache first hashes the token with SHA-256 (BENCHMARKS.md).
+    // RS256 verification dominates a cold request's cost, so a verified token is remembered: found by the last
+    // characters of its signature, then compared whole. (@fastify/jwt's own cache hashes every token with SHA-256
+    // first, and a Map keyed by the whole token hashes all its 800 or so characters on every lookup: BENCHMARKS.md.)
     // Oldest first out; the clock and the surface are checked again on every use.
     const verified = new Map<string, Verified>()
 
@@ -134,11 +138,12 @@ export default fp(
         })
       },
       verify (token: string, surface: TokenSurface = 'public'): VerifiedClaims {
-        let entry = verified.get(token)
-        if (entry === undefined) {
+        const key = token.slice(-CACHE_KEY_CHARS)
+        let entry = verified.get(key)
+        if (entry?.token !== token) {
           entry = verifySignature(token)
           if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!)
-          verified.set(token, entry)
+          verified.set(key, entry)
         }
         // Checked on every use: the surface asked for, and the clock.
         if (!(surface === 'mcp' ? entry.forMcp : entry.forPublic)) throw errors.invalidAccessToken()
@@ -178,6 +183,7 @@ export default fp(
       // The seed's "same token" works everywhere; a token only for the MCP endpoint works only there.
       const forPublic = aud.includes(ACCESS_TOKEN_AUDIENCE)
       return {
+        token,
         claims: Object.freeze({ ...(c as unknown as AccessClaims), issuedAtMs }),
         forPublic,
         forMcp: forPublic || aud.includes(mcpResource)
