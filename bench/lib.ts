@@ -176,6 +176,26 @@ export function benchConfig (
 }
 
 /**
+ * The development secrets a setup app generated into `dataDir`, as the environment variables that hand them to a
+ * service started in production mode.
+ */
+export function devSecrets (dataDir: string): Record<string, string> {
+  return JSON.parse(readFileSync(join(dataDir, 'dev-secrets.json'), 'utf8')) as Record<string, string>
+}
+
+/**
+ * The test helpers a benchmark borrows for its setup (the OAuth install journey, a self-signed certificate).
+ * test/helper.ts makes a database of its own when DATABASE_URL is set, and drops it at beforeExit, which
+ * `process.exit` skips: benchmarks take their database from BENCH_DATABASE_URL only, so it is imported without.
+ */
+export async function testHelpers () {
+  delete process.env.DATABASE_URL
+  const { install } = await import('../test/helper.js')
+  const { selfSigned } = await import('../test/receiver.js')
+  return { install, selfSigned }
+}
+
+/**
  * BENCH_DATABASE_URL as it is, or a fresh database on the local Postgres (BENCH_ADMIN_URL) that `drop` removes.
  */
 export async function benchDatabase (prefix: string): Promise<{ url: string, drop: () => Promise<void> }> {

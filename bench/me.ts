@@ -32,15 +32,14 @@
  * 200. Exits non-zero only when the run itself fails (setup, or an unexpected answer, which would make the figures
  * meaningless), never for a missed target.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { buildApp, type AppInstance } from '../app.js'
 import { loadConfig } from '../plugins/config.js'
-import { install } from '../test/helper.js'
 import {
-  benchDatabase, discard, fmt, list, loadSlice, mergeSlices, nodeAndCpus, positiveInt, printTable, runBench, stamp,
-  summary, tempDir, verdict, type Cleanup, type RawResult, type SliceFigures
+  benchDatabase, devSecrets, discard, fmt, list, loadSlice, mergeSlices, nodeAndCpus, positiveInt, printTable, runBench,
+  stamp, summary, tempDir, testHelpers, verdict, type Cleanup, type RawResult, type SliceFigures
 } from './lib.js'
 import { cleanEnv, ensureBuilt, freePort, startServer, type ServerProcess } from './processes.js'
 
@@ -82,7 +81,7 @@ interface Row {
 
 /** One install through the public OAuth journey, then `count - 1` more of the same app in one statement. */
 async function makeInstalls (app: AppInstance, count: number): Promise<{ tokens: string[], me: string }> {
-  const first = await install(app)
+  const first = await (await testHelpers()).install(app)
   const headers = { authorization: `Bearer ${first.accessToken}` }
   const probe = await app.inject({ method: 'GET', url: PATH, headers })
   if (probe.statusCode !== 200) throw new Error(`GET ${PATH}: ${probe.statusCode} ${probe.body}`)
@@ -215,8 +214,7 @@ async function main (cleanups: Cleanup[]): Promise<void> {
   process.stdout.write(`making ${fmt(INSTALLS.at(-1)!)} install(s) and their tokens… `)
   const { tokens, me } = await makeInstalls(setup, INSTALLS.at(-1)!).finally(() => setup.close())
   process.stdout.write('done\n')
-  const secrets = JSON.parse(readFileSync(join(dataDir, 'dev-secrets.json'), 'utf8')) as Record<string, string>
-  const serviceEnv = { ...secrets, ...setupEnv }
+  const serviceEnv = { ...devSecrets(dataDir), ...setupEnv }
   const clientId = (JSON.parse(me) as { client_id: string }).client_id
   const spread = (count: number): Tokens => {
     if (count === 1) return { header: `Bearer ${tokens[0]}` }

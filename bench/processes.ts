@@ -50,9 +50,9 @@ export async function ensureBuilt (): Promise<void> {
   process.stdout.write('done\n')
 }
 
-export interface ServerProcess {
+/** A process started by a benchmark, in a process group of its own, with what it costs the machine. */
+export interface BenchProcess {
   readonly name: string
-  readonly url: string
   readonly pid: number
   /** CPU seconds (user + system) used so far by the process and its descendants. */
   cpuSeconds(): number
@@ -62,53 +62,78 @@ export interface ServerProcess {
   stop(): Promise<void>
 }
 
-/**
- * Starts `command args` in a process group of its own, its output thrown away (`stdout: 'ignore'`, as a log
- * collector that keeps up would), and waits until `readyPath` answers 200.
- */
-export async function startServer (opts: {
+export interface ServerProcess extends BenchProcess {
+  readonly url: string
+}
+
+interface StartOptions {
   name: string
   command: string
   args: string[]
   env: NodeJS.ProcessEnv
-  port: number
-  readyPath: string
   timeoutMs?: number
-}): Promise<ServerProcess> {
+}
+
+/**
+ * Spawns `command args` in a process group of its own and waits until `ready` resolves true (polled every 50 ms).
+ * Standard output is dropped, as a log collector that keeps up would take it, unless `onOutput` reads it.
+ */
+async function start (
+  opts: StartOptions, ready: () => Promise<boolean>, onOutput?: (text: string) => void
+): Promise<BenchProcess> {
   const child: ChildProcess = spawn(opts.command, opts.args, {
-    cwd: ROOT, env: opts.env, detached: true, stdio: ['ignore', 'ignore', 'pipe']
+    cwd: ROOT, env: opts.env, detached: true, stdio: ['ignore', onOutput ? 'pipe' : 'ignore', 'pipe']
   })
-  let stderr = ''
-  child.stderr!.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000) })
+  let tail = ''
+  child.stderr!.on('data', (chunk: Buffer) => { tail = (tail + chunk.toString()).slice(-4000) })
+  child.stdout?.on('data', (chunk: Buffer) => onOutput!(chunk.toString()))
   let exited: number | null | undefined
   const exit = new Promise<void>(resolve => child.once('exit', code => { exited = code; resolve() }))
-  const url = `http://127.0.0.1:${opts.port}`
-  const deadline = Date.now() + (opts.timeoutMs ?? 60_000)
-  for (;;) {
-    if (exited !== undefined) throw new Error(`${opts.name} exited (${exited}) before it was ready:\n${stderr}`)
-    const ok = await fetch(url + opts.readyPath).then(r => r.ok, () => false)
-    if (ok) break
+  const pid = child.pid!
+  const stop = async (): Promise<void> => {
+    if (exited !== undefined) return
+    try { process.kill(-pid, 'SIGTERM') } catch { return }
+    const timer = setTimeout(() => { try { process.kill(-pid, 'SIGKILL') } catch {} }, 10_000)
+    await exit
+    clearTimeout(timer)
+  }
+  const timeoutMs = opts.timeoutMs ?? 60_000
+  const deadline = Date.now() + timeoutMs
+  while (!(await ready())) {
+    if (exited !== undefined) throw new Error(`${opts.name} exited (${exited}) before it was ready:\n${tail}`)
     if (Date.now() > deadline) {
-      process.kill(-child.pid!, 'SIGKILL')
-      throw new Error(`${opts.name} not ready within ${opts.timeoutMs ?? 60_000} ms:\n${stderr}`)
+      await stop()
+      throw new Error(`${opts.name} not ready within ${timeoutMs} ms:\n${tail}`)
     }
     await sleep(50)
   }
-  const pid = child.pid!
   return {
     name: opts.name,
-    url,
     pid,
     cpuSeconds: () => tree(pid).reduce((s, p) => s + p.cpuSeconds, 0),
     rssKiB: () => tree(pid).reduce((s, p) => s + p.rssKiB, 0),
-    async stop () {
-      if (exited !== undefined) return
-      try { process.kill(-pid, 'SIGTERM') } catch { return }
-      const timer = setTimeout(() => { try { process.kill(-pid, 'SIGKILL') } catch {} }, 10_000)
-      await exit
-      clearTimeout(timer)
-    }
+    stop
   }
+}
+
+/** A server, ready when `http://127.0.0.1:port` + `readyPath` answers 200. */
+export async function startServer (
+  opts: StartOptions & { port: number, readyPath: string }
+): Promise<ServerProcess> {
+  const url = `http://127.0.0.1:${opts.port}`
+  const ready = () => fetch(url + opts.readyPath).then(r => r.ok, () => false)
+  return { ...await start(opts, ready), url }
+}
+
+/** A process without HTTP (a delivery worker), ready once its output has shown `readyText`. */
+export async function startProcess (opts: StartOptions & { readyText: string }): Promise<BenchProcess> {
+  let output = ''
+  let seen = false
+  return start(opts, async () => seen, text => {
+    if (seen) return
+    output = (output + text).slice(-4000)
+    seen = output.includes(opts.readyText)
+  })
 }
 
 interface ProcStat { pid: number, ppid: number, cpuSeconds: number, rssKiB: number }
@@ -142,4 +167,77 @@ function tree (pid: number): ProcStat[] {
   const found = all.filter(s => s.pid === pid)
   for (let i = 0; i < found.length; i++) found.push(...all.filter(s => s.ppid === found[i]!.pid))
   return found
+}
+
+/** What the receiver process counted since its last reset. `firstAt`/`lastAt`: `now()` of bench/lib.ts (ms). */
+export interface ReceiverCounts { unique: number, duplicates: number, firstAt: number, lastAt: number }
+
+export interface ReceiverProcess {
+  readonly port: number
+  counts(): Promise<ReceiverCounts>
+  reset(): Promise<void>
+  cpuSeconds(): number
+  stop(): Promise<void>
+}
+
+/**
+ * An HTTPS webhook receiver in a process of its own: answers 200 "ok" to every POST and counts the deliveries by
+ * (path, X-Service-Event-Id), so that duplicates show. Asked over IPC for its counts.
+ */
+const RECEIVER_SOURCE = `
+const { createServer } = require('node:https')
+const seen = new Set()
+const zero = () => ({ unique: 0, duplicates: 0, firstAt: 0, lastAt: 0 })
+let counts = zero()
+const { key, cert } = JSON.parse(process.env.RECEIVER_TLS)
+const server = createServer({ key, cert, keepAliveTimeout: 65000 }, (req, res) => {
+  req.on('data', () => {})
+  req.on('end', () => {
+    const id = req.url + ' ' + req.headers['x-service-event-id']
+    const t = Number(process.hrtime.bigint()) / 1e6
+    if (seen.has(id)) counts.duplicates++
+    else {
+      seen.add(id)
+      counts.unique++
+      if (counts.unique === 1) counts.firstAt = t
+      counts.lastAt = t
+    }
+    res.end('ok')
+  })
+})
+process.on('message', m => {
+  if (m === 'counts') process.send({ counts })
+  if (m === 'reset') { seen.clear(); counts = zero(); process.send({ reset: true }) }
+})
+server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }))`
+
+export async function startReceiver (tls: { key: string, cert: string }): Promise<ReceiverProcess> {
+  const env = cleanEnv({ RECEIVER_TLS: JSON.stringify(tls) })
+  const stdio = ['ignore', 'inherit', 'inherit', 'ipc'] as const
+  const child = spawn(process.execPath, ['-e', RECEIVER_SOURCE], { env, stdio: [...stdio] })
+  const ask = <T>(message: string, field: string): Promise<T> => new Promise(resolve => {
+    const listen = (m: Record<string, unknown>): void => {
+      if (!(field in m)) return
+      child.off('message', listen)
+      resolve(m[field] as T)
+    }
+    child.on('message', listen)
+    child.send(message)
+  })
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (m: { port: number }) => resolve(m.port))
+    child.once('exit', code => reject(new Error(`the receiver exited (${code})`)))
+  })
+  const pid = child.pid!
+  return {
+    port,
+    counts: () => ask<ReceiverCounts>('counts', 'counts'),
+    reset: async () => { await ask('reset', 'reset') },
+    cpuSeconds: () => tree(pid).reduce((s, p) => s + p.cpuSeconds, 0),
+    stop: () => new Promise<void>(resolve => {
+      if (child.exitCode !== null) return resolve()
+      child.once('exit', () => resolve())
+      child.kill('SIGTERM')
+    })
+  }
 }

@@ -1,0 +1,171 @@
+/**
+ * Benchmark (issue 12): `POST /events` throughput, one event per request and in batches, and the deliveries per
+ * second end to end for one subscription.
+ *
+ *   npx tsx bench/events.ts
+ *
+ * The service runs as users run it (`npm start`, NODE_ENV production, real Postgres, LOG_LEVEL info, its delivery
+ * worker on); an HTTPS receiver in a process of its own answers 200 and counts deliveries; autocannon, in a process
+ * of its own, posts events as the accounting system would (EVENTS_TOKEN, no id: every request is a new event) for
+ * BENCH_SECONDS per batch size. Each event goes to the one subscription of its tenant. Figures: requests and events
+ * accepted per second, latency of the answer, and deliveries per second end to end (from the first request to the
+ * arrival of the last delivery of every accepted event).
+ *
+ * Needs Postgres at 127.0.0.1:5432 with trust auth for user `postgres` (a fresh database `mg_bench_ev_<random>` is
+ * created and dropped) and `openssl`. Environment:
+ *
+ *   BENCH_BATCHES        events per request, one measurement each (default 1,100; 1 sends an object, more an array)
+ *   BENCH_SECONDS        seconds of load per measurement (default 10)
+ *   BENCH_CONNECTIONS    concurrent connections (default 16)
+ *   BENCH_DRAIN_TIMEOUT  seconds to wait for the deliveries after the load (default 120)
+ *   BENCH_DATABASE_URL, BENCH_ADMIN_URL as in bench/me.ts
+ *
+ * Any answer but 202, or a delivery that never arrives, fails the run (exit 1).
+ */
+import { rmSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { buildApp } from '../app.js'
+import { loadConfig } from '../plugins/config.js'
+import {
+  benchDatabase, devSecrets, discard, fmt, loadSlice, mergeSlices, nodeAndCpus, now, positiveInt, printTable,
+  runBench, stamp, summary, tempDir, testHelpers, waitFor, type Cleanup
+} from './lib.js'
+import { cleanEnv, ensureBuilt, freePort, startReceiver, startServer } from './processes.js'
+
+const BATCHES = (process.env.BENCH_BATCHES ?? '1,100').split(',').map(Number)
+if (BATCHES.some(n => !Number.isInteger(n) || n < 1 || n > 100)) throw new Error('BENCH_BATCHES: sizes from 1 to 100')
+const SECONDS = positiveInt('BENCH_SECONDS', 10)
+const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 16)
+const DRAIN_TIMEOUT_S = positiveInt('BENCH_DRAIN_TIMEOUT', 120)
+const TOPIC = 'invoice.paid'
+
+interface Row {
+  batch: number
+  requestsPerS: number
+  eventsPerS: number
+  p50: number
+  p99: number
+  events: number
+  deliveredPerS: number
+  drainSeconds: number
+  duplicates: number
+  serviceCpuPerEvent: number
+}
+
+async function main (cleanups: Cleanup[]): Promise<void> {
+  await ensureBuilt()
+  const { install, selfSigned } = await testHelpers()
+  const database = await benchDatabase('mg_bench_ev')
+  cleanups.push(database.drop)
+  const tls = selfSigned()
+  cleanups.push(() => rmSync(dirname(tls.caFile), { recursive: true, force: true }))
+  const receiver = await startReceiver(tls)
+  cleanups.push(() => receiver.stop())
+
+  const dataDir = tempDir('mg-bench-ev-', cleanups)
+  const port = await freePort()
+  const env = {
+    DATA_DIR: dataDir,
+    DATABASE_URL: database.url,
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_CA_FILE: tls.caFile
+  }
+  const setup = await buildApp({ ...loadConfig(env), webhookWorker: false, logLevel: 'warn' }, { logStream: discard() })
+  await setup.ready()
+  const tenant = await install(setup)
+  const res = await setup.inject({
+    method: 'POST',
+    url: `/public/v1/orgs/${tenant.orgRefId}/entities/${tenant.entityRefId}/webhooks`,
+    headers: { authorization: `Bearer ${tenant.accessToken}`, 'content-type': 'application/json' },
+    payload: { topics: [TOPIC], target_url: `https://127.0.0.1:${receiver.port}/hooks/one` }
+  })
+  if (res.statusCode !== 201) throw new Error(`subscribe: ${res.statusCode} ${res.body}`)
+  const eventsToken = setup.config.eventsToken
+  await setup.close()
+
+  const service = await startServer({
+    name: 'service',
+    command: 'npm',
+    args: ['start', '--silent'],
+    env: cleanEnv({
+      ...devSecrets(dataDir),
+      ...env,
+      NODE_ENV: 'production',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'info'
+    }),
+    port,
+    readyPath: '/health/ready'
+  })
+  cleanups.push(() => service.stop())
+
+  console.log('marketplace-gateway bench: POST /events, one event per request and in batches; deliveries end to end')
+  console.log(`  ${CONNECTIONS} connections, ${SECONDS} s per batch size (${BATCHES.join(', ')} events per request); ` +
+    'the service with `npm start` and its own worker, one subscription, receiver and autocannon in their own processes')
+  console.log(`  ${nodeAndCpus()}, Postgres ${new URL(database.url).host}`)
+
+  const event = (n: number) => ({
+    topic: TOPIC,
+    org_ref_id: tenant.orgRefId,
+    entity_ref_id: tenant.entityRefId,
+    data: { invoice_id: `inv_${n}`, total: '1250.00', currency: 'INR', paid_at: '2026-11-25T10:00:00Z' }
+  })
+  const rows: Row[] = []
+  for (const batch of BATCHES) {
+    const body = JSON.stringify(batch === 1 ? event(1) : Array.from({ length: batch }, (_, k) => event(k)))
+    await receiver.reset()
+    const cpu0 = service.cpuSeconds()
+    const started = now()
+    const raw = await loadSlice({
+      url: `${service.url}/events`,
+      method: 'POST',
+      connections: CONNECTIONS,
+      duration: SECONDS,
+      headers: { authorization: `Bearer ${eventsToken}`, 'content-type': 'application/json' },
+      body
+    })
+    const figures = mergeSlices(`POST /events x ${batch}`, `${service.url}/events`, CONNECTIONS, [raw])
+    const events = figures.total * batch
+    let counts = await receiver.counts()
+    const drained = await waitFor(async () => (counts = await receiver.counts()).unique >= events,
+      DRAIN_TIMEOUT_S * 1000, 100)
+    if (!drained) throw new Error(`batch ${batch}: ${counts.unique} of ${events} deliveries in ${DRAIN_TIMEOUT_S} s`)
+    const drainSeconds = (counts.lastAt - started) / 1000
+    rows.push({
+      batch,
+      requestsPerS: figures.rps,
+      eventsPerS: figures.rps * batch,
+      p50: figures.p50,
+      p99: figures.p99,
+      events,
+      deliveredPerS: counts.unique / drainSeconds,
+      drainSeconds,
+      duplicates: counts.duplicates,
+      serviceCpuPerEvent: (service.cpuSeconds() - cpu0) * 1e6 / events
+    })
+    console.log(`  ${batch} per request: ${fmt(figures.rps * batch)} events/s accepted, ` +
+      `${fmt(counts.unique / drainSeconds)} deliveries/s end to end`)
+  }
+
+  console.log('')
+  printTable([
+    ['events per request', 'requests/s', 'events/s', 'p50 ms', 'p99 ms', 'events', 'deliveries/s end to end',
+      'last delivery after s', 'duplicates', 'service µs CPU/event'],
+    ...rows.map(r => [String(r.batch), fmt(r.requestsPerS), fmt(r.eventsPerS), fmt(r.p50), fmt(r.p99), fmt(r.events),
+      fmt(r.deliveredPerS), fmt(r.drainSeconds, 1), fmt(r.duplicates), fmt(r.serviceCpuPerEvent)])
+  ])
+  console.log('')
+  for (const r of rows) {
+    console.log(`markdown row: | ${stamp()} | ${r.batch} | ${fmt(r.requestsPerS)} | ${fmt(r.eventsPerS)} | ` +
+      `${fmt(r.p99)} | ${fmt(r.deliveredPerS)} | ${fmt(r.serviceCpuPerEvent)} |`)
+  }
+  console.log('')
+  for (const r of rows) {
+    summary(`POST /events, ${r.batch} per request`, `${fmt(r.eventsPerS)} events/s, ${fmt(r.deliveredPerS)} ` +
+      'deliveries/s end to end')
+  }
+}
+
+runBench(main)
