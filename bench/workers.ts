@@ -119,7 +119,8 @@ async function main (cleanups: Cleanup[]): Promise<void> {
 
   console.log(`marketplace-gateway bench: webhook delivery by ${WORKERS.join(', ')} worker processes, one Postgres`)
   console.log(`  ${fmt(EVENTS)} events x ${SUBSCRIPTIONS} subscriptions = ${fmt(EVENTS * SUBSCRIPTIONS)} ` +
-    'deliveries per measurement, written as one backlog; `node dist/cli.js worker` processes; receiver in its own process')
+    'deliveries per measurement, written as one backlog; `node dist/cli.js worker` processes; the receiver in ' +
+    'its own process')
   console.log(`  ${nodeAndCpus()}, Postgres ${new URL(database.url).host}`)
 
   const rows: Row[] = []
