@@ -56,7 +56,7 @@ import autocannon from 'autocannon'
 import { Agent, request } from 'undici'
 import {
   benchDatabase, fmt, list, loadSlice, mergeSlices, nodeAndCpus, positiveInt, printTable, runBench, tempDir, verdict,
-  type Cleanup, type RawResult, type SliceFigures
+  summary as summaryLine, type Cleanup, type RawResult, type SliceFigures
 } from './lib.js'
 
 const SESSIONS = positiveInt('BENCH_SESSIONS', 1000)
@@ -358,6 +358,9 @@ async function main (cleanups: Cleanup[]): Promise<void> {
     summary.push(`  RSS per session    ${fmt(perSession, 1)} KiB  target <= ${TARGET_KIB_PER_SESSION} KiB  ` +
       `${rssVerdict(perSession)}` +
       `   (from cold: ${fmt(perSessionCold, 1)} KiB, ${rssVerdict(perSessionCold)}; /health active_sessions ${health})`)
+    const met = perSession <= TARGET_KIB_PER_SESSION
+    summaryLine(`MCP: RSS per session, ${fmt(SESSIONS)} open`, `${fmt(perSession, 1)} KiB (heapUsed ` +
+      `${fmt(heapPerSession, 1)} KiB)`, { text: `<= ${TARGET_KIB_PER_SESSION} KiB`, met })
     markdown.push(`sessions: ${kib(baseline.memory.rss)} → ${kib(open.memory.rss)} KiB RSS, ` +
       `growth ${kib(growth)} KiB, ${fmt(perSession, 1)} KiB/session ` +
       `(${rssVerdict(perSession)}; from cold ${fmt(perSessionCold, 1)}), ` +
@@ -459,6 +462,8 @@ async function main (cleanups: Cleanup[]): Promise<void> {
         `${verdict(ratio >= TARGET_RATIO)}` +
         `   (whoami ${fmt(w.rps)} req/s p50 ${w.p50} ms p99 ${w.p99} ms; ` +
         `/me ${fmt(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms)`)
+      summaryLine('MCP: tools/call whoami / GET /public/v1/me', ratio.toFixed(3),
+        { text: `>= ${TARGET_RATIO}`, met: ratio >= TARGET_RATIO })
       const cells = [fmt(w.rps), w.p50, w.p99, fmt(w.cpuPerRequest), fmt(m.rps), m.p50, m.p99, fmt(m.cpuPerRequest),
         ratio.toFixed(3), verdict(ratio >= TARGET_RATIO)]
       markdown.push(`| ${cells.join(' | ')} |`)

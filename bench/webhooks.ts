@@ -48,7 +48,7 @@ import type { Installed } from '../test/helper.js'
 import { selfSigned } from '../test/receiver.js'
 import {
   benchConfig, benchDatabase, fmt, list, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, postgresCpuSeconds,
-  printTable, quantile, runBench, sleep, stamp, tempDir, verdict, waitFor, type Cleanup
+  printTable, quantile, runBench, sleep, stamp, summary, tempDir, verdict, waitFor, type Cleanup
 } from './lib.js'
 
 const EVENTS = positiveInt('BENCH_EVENTS', 20_000)
@@ -776,6 +776,14 @@ async function main (cleanups: Cleanup[]): Promise<void> {
   ])
   console.log('')
   for (const r of results) {
+    summary(`webhooks: workload ${r.name}, ${r.backlog ? 'backlog drain' : 'end to end'}`,
+      `${fmt(r.deliveredPerS)} deliveries/s`, { text: `>= ${fmt(TARGET_RATE)}`, met: r.deliveredPerS >= TARGET_RATE })
+  }
+  if (lat) {
+    summary('webhooks: event to first attempt, idle queue, p50', `${fmt(lat.p50, 1)} ms`,
+      { text: `<= ${TARGET_P50_MS} ms`, met: lat.p50 <= TARGET_P50_MS })
+  }
+  for (const r of results) {
     const what = `workload ${r.name} delivered/s, ${r.backlog ? 'backlog drain' : 'end to end  '}`
     console.log(`  ${what}  ${fmt(r.deliveredPerS).padStart(7)}     target >= ${fmt(TARGET_RATE)}  ` +
       verdict(r.deliveredPerS >= TARGET_RATE))
@@ -816,6 +824,8 @@ async function main (cleanups: Cleanup[]): Promise<void> {
     console.log(`  event to first attempt: p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms, ` +
       `max ${fmt(f.max, 1)} ms  target p50 <= 250 ms ${verdict(f.p50 <= 250)}, ` +
       `p99 <= 1000 ms ${verdict(f.p99 <= 1000)}`)
+    summary('webhooks: fairness, healthy tenant event to first attempt p50 / p99',
+      `${fmt(f.p50, 1)} / ${fmt(f.p99, 1)} ms`, { text: '<= 250 / 1,000 ms', met: f.p50 <= 250 && f.p99 <= 1000 })
   }
 
   if (logs.problems.length > 0) {

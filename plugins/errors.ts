@@ -288,7 +288,9 @@ function mapError (
   if (err instanceof DatabaseUnavailableError) return errors.serviceUnavailable()
   if (err.validation) {
     return errors.validation(
-      err.validation.map(v => ({
+      // An if/then/else schema (one event or a batch) adds 'must match "then" schema' to the branch's own errors,
+      // which already say what is wrong.
+      err.validation.filter(v => v.keyword !== 'if').map(v => ({
         location: err.validationContext ?? 'body',
         path: v.instancePath || '/',
         message:

@@ -78,6 +78,12 @@ export function nameSchemas (doc: Json): Json {
     if (!isObject(node)) return node
     const out: Json = {}
     for (const [k, v] of Object.entries(node)) out[k] = EXAMPLE_KEYS.has(k) ? v : visit(v)
+    // A choice by JSON type alone (`if: {type}`, then, else: one event or a batch) is documented as the oneOf it
+    // equals, which generators make a union type of; validation keeps if/then/else for its precise errors.
+    if (isObject(out.if) && Object.keys(out.if).join() === 'type' && 'then' in out && 'else' in out) {
+      const { if: _if, then, else: otherwise, ...rest } = out
+      return { ...rest, oneOf: [then, otherwise] }
+    }
     const title = out.title
     const isSchema = 'type' in out || 'anyOf' in out
     if (typeof title !== 'string' || !/^[A-Z][A-Za-z0-9]*$/.test(title) || !isSchema) return out

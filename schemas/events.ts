@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import { SAMPLE } from './examples.js'
 
 /** POST /events (docs/rules.md#event-ingestion). */
@@ -35,3 +35,47 @@ export const EventAccepted = Type.Object(
     examples: [{ id: 'acct-7d2f9a', deliveries: 2 }]
   }
 )
+
+/** The most events one `POST /events` takes (docs/rules.md#event-ingestion). */
+export const MAX_EVENT_BATCH = 100
+
+export const EventBatch = Type.Array(EventBody, {
+  title: 'NewEventBatch',
+  description: `Up to ${MAX_EVENT_BATCH} events, stored in one transaction: all of them, or none.`,
+  minItems: 1,
+  maxItems: MAX_EVENT_BATCH,
+  examples: [[
+    EventBody.examples[0],
+    {
+      id: 'acct-7d2fa0',
+      topic: 'bill.created',
+      org_ref_id: SAMPLE.orgId,
+      entity_ref_id: SAMPLE.entityId,
+      data: { bill_id: 'bill_311', amount: '80.00', currency: 'EUR' }
+    }
+  ]]
+})
+
+export const EventBatchAccepted = Type.Array(EventAccepted, {
+  title: 'EventBatchAccepted',
+  description: 'One result per event, in the order sent.',
+  examples: [[{ id: 'acct-7d2f9a', deliveries: 2 }, { id: 'acct-7d2fa0', deliveries: 1 }]]
+})
+
+/**
+ * One event, or a batch. An array is validated as a batch and anything else as one event, so that an error names
+ * only what is wrong with the shape sent (a union would also report every way the other shape failed).
+ */
+export const EventOrBatch = Type.Unsafe<Static<typeof EventBody> | Static<typeof EventBatch>>({
+  if: { type: 'array' },
+  then: EventBatch,
+  else: EventBody,
+  examples: [...EventBody.examples, ...EventBatch.examples]
+})
+
+/** What `POST /events` answers: one result, or one per event of a batch. */
+export const EventOrBatchAccepted = Type.Union([EventAccepted, EventBatchAccepted], {
+  description: 'Accepted and fanned out (or accepted before, with the same content): one result, or for a batch ' +
+    'one per event in the order sent.',
+  examples: [...EventAccepted.examples, ...EventBatchAccepted.examples]
+})

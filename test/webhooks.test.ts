@@ -12,7 +12,7 @@ async function subscribe (app: AppInstance, i: Installed, body: unknown) {
   return app.inject({ method: 'POST', url: hooks(i), headers: json(i.accessToken), payload: JSON.stringify(body) })
 }
 
-async function publish (app: AppInstance, event: Record<string, unknown>) {
+async function publish (app: AppInstance, event: unknown) {
   return app.inject({
     method: 'POST',
     url: '/events',
@@ -229,6 +229,58 @@ t.test('events in: authentication, topics, idempotency', async t => {
   await settled(app, i)
   t.equal(receiver.received.length, 1, 'one delivery for a duplicate event id')
   t.equal(JSON.parse(receiver.received[0]!.body.toString()).data.invoice_id, 'inv_1')
+})
+
+t.test('events in batches: one transaction, results in order, all or nothing', async t => {
+  const receiver = await startReceiver(t)
+  const app = await build(t, RECEIVER_ENV(receiver.caFile))
+  const i = await install(app)
+  await subscribe(app, i, { topics: ['invoice.paid', 'bill.created'], target_url: receiver.url })
+  const event = (n: number, extra: Record<string, unknown> = {}) => ({
+    topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { n }, ...extra
+  })
+  const stored = async () =>
+    (await app.db.query<{ n: number }>('select count(*)::int as n from webhook_events'))[0]!.n
+
+  const batch = await publish(app, [event(1), event(2, { id: 'key-2', topic: 'bill.created' }), event(3)])
+  t.equal(batch.statusCode, 202)
+  const results = batch.json() as Array<{ id: string, deliveries: number }>
+  t.equal(results.length, 3, 'one result per event')
+  t.match(results, [{ id: /^evt_/, deliveries: 1 }, { id: /^evt_/, deliveries: 1 }, { id: /^evt_/, deliveries: 1 }])
+  t.equal(new Set(results.map(r => r.id)).size, 3)
+  await receiver.waitFor(3)
+  t.same(new Set(receiver.received.map(r => JSON.parse(r.body.toString()).id)), new Set(results.map(r => r.id)),
+    'each event of the batch is delivered')
+
+  const again = await publish(app, [event(4), event(2, { id: 'key-2', topic: 'bill.created' })])
+  t.equal(again.statusCode, 202)
+  t.same(again.json()[1], results[1], 'an id seen before answers its first result, inside a batch too')
+  const before = await stored()
+  const conflict = await publish(app, [event(5), event(6), event(9, { id: 'key-2', topic: 'bill.created' })])
+  t.equal(conflict.statusCode, 409)
+  t.equal(conflict.json().error, 'event_conflict')
+  t.equal(await stored(), before, 'a conflict stores none of the batch')
+
+  const mixed = await publish(app, [event(7), event(8, { topic: 'invoice.exploded' }), event(9, { topic: 'nope' })])
+  t.equal(mixed.statusCode, 400)
+  t.same(mixed.json().unknown, ['invoice.exploded', 'nope'], 'every unknown topic is named')
+  t.equal((await publish(app, [event(7), event(8, { topic: 'work_order.released' })])).statusCode, 422)
+  t.equal(await stored(), before, 'a bad topic stores none of the batch')
+
+  const tooMany = await publish(app, Array.from({ length: 101 }, (_, n) => event(n)))
+  t.equal(tooMany.statusCode, 400)
+  t.same(tooMany.json().details, [{ location: 'body', path: '/', message: 'must NOT have more than 100 items' }])
+  const empty = await publish(app, [])
+  t.same(empty.json().details, [{ location: 'body', path: '/', message: 'must NOT have fewer than 1 items' }])
+  const badItem = await publish(app, [event(1), { topic: 'invoice.paid' }])
+  t.equal(badItem.statusCode, 400)
+  t.same(badItem.json().details.map((d: { path: string }) => d.path), ['/1', '/1', '/1'],
+    'the error names the bad item, and only what is wrong with it')
+  const badOne = await publish(app, { topic: 'invoice.paid' })
+  t.same(badOne.json().details.map((d: { message: string }) => d.message), [
+    "must have required property 'org_ref_id'", "must have required property 'entity_ref_id'",
+    "must have required property 'data'"
+  ], 'one event is still validated as one event')
 })
 
 t.test('a delivery: exact bytes, signatures, headers, counters', async t => {

@@ -225,14 +225,28 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
      * are refused: nothing would ever deliver them.
      */
     async publish (event: Static<typeof EventBody>): Promise<Static<typeof EventAccepted>> {
-      const kind = topicKind(event.topic)
-      if (kind === 'unknown') throw errors.unknownTopic([event.topic])
-      if (kind === 'planned') throw errors.topicNotEmitted(event.topic)
+      checkTopics([event])
       const accepted = await store.insertEvent(event)
+      if (accepted === 'conflict') throw errors.eventConflict()
+      return accepted
+    },
+
+    /** A batch is one transaction: every event is stored, or none (a bad topic or a conflict refuses them all). */
+    async publishBatch (events: Array<Static<typeof EventBody>>): Promise<Array<Static<typeof EventAccepted>>> {
+      checkTopics(events)
+      const accepted = await store.insertEvents(events)
       if (accepted === 'conflict') throw errors.eventConflict()
       return accepted
     }
   }
+}
+
+/** Every unknown topic is named at once; then the first planned one. */
+function checkTopics (events: Array<Static<typeof EventBody>>): void {
+  const unknown = [...new Set(events.map(e => e.topic).filter(topic => topicKind(topic) === 'unknown'))]
+  if (unknown.length > 0) throw errors.unknownTopic(unknown)
+  const planned = events.find(e => topicKind(e.topic) === 'planned')
+  if (planned) throw errors.topicNotEmitted(planned.topic)
 }
 
 export type WebhookService = ReturnType<typeof createWebhookService>

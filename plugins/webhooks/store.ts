@@ -163,11 +163,14 @@ function eventBody (id: string, topic: string, createdAt: Date, orgRefId: string
  * tenant or data) `'conflict'`. Inside a caller's transaction the
  * notification goes out at its commit.
  */
+/** An event stored (or found stored under its producer id) and the deliveries it was fanned out to. */
+type Accepted = { id: string, deliveries: number }
+
 export async function insertEvent (
   q: Queryable,
   e: Static<typeof EventBody>,
   createdAt = new Date()
-): Promise<{ id: string, deliveries: number } | 'conflict'> {
+): Promise<Accepted | 'conflict'> {
   const id = randomToken('evt_', 16)
   const body = eventBody(id, e.topic, createdAt, e.org_ref_id, e.entity_ref_id, e.data)
   const [row] = await q.query<{ inserted: boolean, deliveries: number }>(
@@ -283,6 +286,25 @@ export function createWebhookStore (db: Db) {
     },
 
     insertEvent: (e: Static<typeof EventBody>) => insertEvent(db, e),
+
+    /** Several events in one transaction: all of them, or none when one conflicts with an event stored before. */
+    async insertEvents (events: Array<Static<typeof EventBody>>): Promise<Accepted[] | 'conflict'> {
+      const conflict = new Error('event conflict: the batch is rolled back')
+      try {
+        return await db.tx(async q => {
+          const accepted: Accepted[] = []
+          for (const e of events) {
+            const one = await insertEvent(q, e)
+            if (one === 'conflict') throw conflict
+            accepted.push(one)
+          }
+          return accepted
+        })
+      } catch (err) {
+        if (err === conflict) return 'conflict'
+        throw err
+      }
+    },
 
     /** Newest first; `before`: the page after the attempt with this (time, id), from a cursor. */
     async attempts (

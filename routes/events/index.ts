@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { safeEqual } from '../../lib/crypto.js'
 import { errors } from '../../plugins/errors.js'
 import { BODY_ERRORS, errorResponses, SERVICE_ERRORS } from '../../schemas/error-responses.js'
-import { EventAccepted, EventBody } from '../../schemas/events.js'
+import { EventOrBatch, EventOrBatchAccepted, MAX_EVENT_BATCH } from '../../schemas/events.js'
 
 /** Event ingestion from the accounting system (docs/rules.md#event-ingestion), behind EVENTS_TOKEN. */
 const events: FastifyPluginAsyncTypebox = async (app) => {
@@ -18,11 +18,13 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'Publish an event',
       description: 'For the accounting system only. The event is stored and fanned out, in one transaction, to ' +
         'every active subscription of its tenant and topic. `id` is the idempotency key: the same event again ' +
-        'is accepted once; the same id with other content is a conflict.',
+        'is accepted once; the same id with other content is a conflict. An array of up to ' +
+        `${MAX_EVENT_BATCH} events is one transaction too: every event is stored, or none, and the answer is an ` +
+        'array of results in the order sent.',
       security: [{ eventsToken: [] }],
-      body: EventBody,
+      body: EventOrBatch,
       response: {
-        202: EventAccepted,
+        202: EventOrBatchAccepted,
         ...errorResponses(
           errors.invalidEventsToken(),
           ...BODY_ERRORS,
@@ -33,7 +35,12 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
         )
       }
     }
-  }, async (request, reply) => reply.code(202).send(await app.webhooks.publish(request.body)))
+  }, async (request, reply) => {
+    const body = request.body
+    return reply.code(202).send(Array.isArray(body)
+      ? await app.webhooks.publishBatch(body)
+      : await app.webhooks.publish(body))
+  })
 }
 
 export default events
