@@ -220,13 +220,17 @@ export async function benchDatabase (prefix: string): Promise<{ url: string, dro
 export function runBench (main: (cleanups: Cleanup[]) => Promise<void>): void {
   const cleanups: Cleanup[] = []
   const cleanUp = async (): Promise<void> => {
-    for (const fn of cleanups.reverse()) {
+    for (const fn of cleanups.splice(0).reverse()) {
       try {
         await fn()
       } catch (err) {
         console.error('cleanup failed:', err)
       }
     }
+  }
+  // Ctrl-C or a kill cleans up too: the servers run in process groups of their own and would outlive this one.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => { void cleanUp().then(() => process.exit(130)) })
   }
   main(cleanups).then(
     async () => { await cleanUp(); process.exit(0) },
@@ -295,7 +299,9 @@ process.stdin.on('end', () => {
   }
   if (tokensFile) {
     const tokens = require('node:fs').readFileSync(tokensFile, 'utf8').split('\\n').filter(Boolean)
-    let next = 0
+    // A random start: every slice is a fresh process, and starting each at the first token would use only the
+    // first few thousand tokens of a long list.
+    let next = Math.floor(Math.random() * tokens.length)
     const header = () => 'Bearer ' + tokens[next++ % tokens.length]
     opts.requests = [{ setupRequest: req => ({ ...req, headers: { ...req.headers, authorization: header() } }) }]
   }
