@@ -230,7 +230,7 @@ export function runBench (main: (cleanups: Cleanup[]) => Promise<void>): void {
   }
   // Ctrl-C or a kill cleans up too: the servers run in process groups of their own and would outlive this one.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => { void cleanUp().then(() => process.exit(130)) })
+    process.once(signal, () => { cleanUp().then(() => process.exit(130), () => process.exit(130)) })
   }
   main(cleanups).then(
     async () => { await cleanUp(); process.exit(0) },
