@@ -67,11 +67,11 @@ export const SUMMARY_PREFIX = 'summary\t'
 /** UTC date and minute, the first cell of a markdown row. */
 export const stamp = (): string => new Date().toISOString().slice(0, 16).replace('T', ' ')
 
-/** Prints rows as a table: the first column left-aligned, the others right-aligned, two spaces of indent. */
-export function printTable (rows: string[][]): void {
+/** Prints rows as a table: the first `left` columns left-aligned, the others right-aligned, two spaces of indent. */
+export function printTable (rows: string[][], left = 1): void {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map(r => r[i]!.length)))
   for (const r of rows) {
-    console.log('  ' + r.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  '))
+    console.log('  ' + r.map((c, i) => i < left ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join('  ').trimEnd())
   }
 }
 

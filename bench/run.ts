@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every benchmark, briefly, one after another, and one summary table of their figures at the end.
  *
- *   npm run bench                      all of them (about 5 minutes on 2 cores)
+ *   npm run bench                      all of them (about 2 minutes on 2 cores)
  *   BENCH_ONLY=me,events npm run bench some of them
  *
  * Each benchmark still runs alone, at full length and with its own options (`npx tsx bench/<name>.ts`, BENCHMARKS.md);
@@ -83,7 +83,7 @@ console.log('')
 printTable([
   ['benchmark', 'figure', 'value', 'target', 'verdict'],
   ...all.map(l => [l.bench, l.figure, l.value, l.target ?? '', l.verdict ?? ''])
-])
+], 2)
 if (failed.length > 0) {
   console.log(`\n${failed.length} benchmark(s) failed to run: ${failed.join(', ')}`)
   process.exitCode = 1
