@@ -219,15 +219,17 @@ export async function benchDatabase (prefix: string): Promise<{ url: string, dro
  */
 export function runBench (main: (cleanups: Cleanup[]) => Promise<void>): void {
   const cleanups: Cleanup[] = []
-  const cleanUp = async (): Promise<void> => {
-    for (const fn of cleanups.splice(0).reverse()) {
+  // One cleanup, however many ways the run ends at once (Ctrl-C also stops the load process, which fails main).
+  let cleaning: Promise<void> | undefined
+  const cleanUp = (): Promise<void> => (cleaning ??= (async () => {
+    for (const fn of cleanups.reverse()) {
       try {
         await fn()
       } catch (err) {
         console.error('cleanup failed:', err)
       }
     }
-  }
+  })())
   // Ctrl-C or a kill cleans up too: the servers run in process groups of their own and would outlive this one.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => { cleanUp().then(() => process.exit(130), () => process.exit(130)) })

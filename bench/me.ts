@@ -41,7 +41,7 @@ import {
   benchDatabase, devSecrets, discard, fmt, list, loadSlice, mergeSlices, nodeAndCpus, positiveInt, printTable, runBench,
   stamp, summary, tempDir, testHelpers, verdict, type Cleanup, type RawResult, type SliceFigures
 } from './lib.js'
-import { cleanEnv, ensureBuilt, freePort, startServer, type ServerProcess } from './processes.js'
+import { cleanEnv, ensureBuilt, freePort, startServer, startService, type ServerProcess } from './processes.js'
 
 const LOG_LEVELS = [...list('BENCH_LOG_LEVELS', ['warn', 'info', 'error', 'debug'], ['warn', 'info'])]
 const INSTALLS = (process.env.BENCH_INSTALLS ?? '1').split(',').map(s => {
@@ -162,37 +162,15 @@ async function cacheLookups (server: ServerProcess): Promise<{ hit: number, miss
 
 const profiled = (side: string): string[] => PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, side)}`] : []
 
-function startBare (level: string, port: number, me: string): Promise<ServerProcess> {
+function startBare (cleanups: Cleanup[], level: string, port: number, me: string): Promise<ServerProcess> {
   return startServer({
     name: 'bare Fastify',
+    cleanups,
     command: process.execPath,
     args: [...profiled(`bare-${level}`), '--import', 'tsx', 'bench/bare-server.ts'],
     env: cleanEnv({ PORT: String(port), LOG_LEVEL: level, BARE_PATH: PATH, BARE_BODY: me }),
     port,
     readyPath: '/health'
-  })
-}
-
-function startService (level: string, port: number, env: Record<string, string>): Promise<ServerProcess> {
-  return startServer({
-    name: 'service',
-    // What `npm start` runs, profiled: Node refuses --cpu-prof in NODE_OPTIONS.
-    ...(PROFILE
-      ? { command: process.execPath, args: [...profiled(`service-${level}`), 'dist/cli.js', 'serve'] }
-      : { command: 'npm', args: ['start', '--silent'] }),
-    env: cleanEnv({
-      ...env,
-      NODE_ENV: 'production',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: level,
-      // The schema's maximum: one install sends far more than the default 600 a minute here.
-      PUBLIC_RATE_LIMIT: '1000000',
-      METRICS_TOKEN,
-      ...(process.env.BENCH_REDIS_URL ? { REDIS_URL: process.env.BENCH_REDIS_URL } : {})
-    }),
-    port,
-    readyPath: '/health/ready'
   })
 }
 
@@ -232,10 +210,20 @@ async function main (cleanups: Cleanup[]): Promise<void> {
 
   const rows: Row[] = []
   for (const level of LOG_LEVELS) {
-    const bareServer = await startBare(level, await freePort(), me)
-    cleanups.push(() => bareServer.stop())
-    const service = await startService(level, servicePort, serviceEnv)
-    cleanups.push(() => service.stop())
+    const bareServer = await startBare(cleanups, level, await freePort(), me)
+    const service = await startService({
+      cleanups,
+      env: {
+        ...serviceEnv,
+        // The schema's maximum: one install sends far more than the default 600 a minute here.
+        PUBLIC_RATE_LIMIT: '1000000',
+        METRICS_TOKEN,
+        ...(process.env.BENCH_REDIS_URL ? { REDIS_URL: process.env.BENCH_REDIS_URL } : {})
+      },
+      port: servicePort,
+      logLevel: level,
+      nodeArgs: PROFILE ? profiled(`service-${level}`) : undefined
+    })
     const answer = await fetch(service.url + PATH, { headers: { authorization: `Bearer ${tokens[0]}` } })
     if (await answer.text() !== me) throw new Error(`the service does not answer ${PATH} as the setup saw it`)
     const bareAnswer = await fetch(bareServer.url + PATH).then(r => r.text())

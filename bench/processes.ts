@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { ROOT } from '../lib/root.js'
-import { sleep } from './lib.js'
+import { sleep, type Cleanup } from './lib.js'
 
 /**
  * Servers in processes of their own, started the way users start them, and what they cost the machine: CPU time
@@ -56,7 +56,7 @@ export interface BenchProcess {
   readonly pid: number
   /** CPU seconds (user + system) used so far by the process and its descendants. */
   cpuSeconds(): number
-  /** Resident memory of the process and its descendants, in KiB. */
+  /** Resident memory, in KiB, of the processes of its tree that start none (the server, not the npm above it). */
   rssKiB(): number
   /** SIGTERM to the whole process group, then SIGKILL if it has not exited within 10 s. */
   stop(): Promise<void>
@@ -68,6 +68,8 @@ export interface ServerProcess extends BenchProcess {
 
 interface StartOptions {
   name: string
+  /** The benchmark's cleanups: the process is stopped with them, whatever happens after it was spawned. */
+  cleanups: Cleanup[]
   command: string
   args: string[]
   env: NodeJS.ProcessEnv
@@ -88,15 +90,11 @@ async function start (
   child.stderr!.on('data', (chunk: Buffer) => { tail = (tail + chunk.toString()).slice(-4000) })
   child.stdout?.on('data', (chunk: Buffer) => onOutput!(chunk.toString()))
   let exited: number | null | undefined
-  const exit = new Promise<void>(resolve => child.once('exit', code => { exited = code; resolve() }))
+  child.once('exit', code => { exited = code })
   const pid = child.pid!
-  const stop = async (): Promise<void> => {
-    if (exited !== undefined) return
-    try { process.kill(-pid, 'SIGTERM') } catch { return }
-    const timer = setTimeout(() => { try { process.kill(-pid, 'SIGKILL') } catch {} }, 10_000)
-    await exit
-    clearTimeout(timer)
-  }
+  const stop = (): Promise<void> => stopGroup(pid)
+  // Registered before it is ready: an interrupted start-up stops it too.
+  opts.cleanups.push(stop)
   const timeoutMs = opts.timeoutMs ?? 60_000
   const deadline = Date.now() + timeoutMs
   while (!(await ready())) {
@@ -111,7 +109,7 @@ async function start (
     name: opts.name,
     pid,
     cpuSeconds: () => tree(pid).reduce((s, p) => s + p.cpuSeconds, 0),
-    rssKiB: () => tree(pid).reduce((s, p) => s + p.rssKiB, 0),
+    rssKiB: () => leaves(tree(pid)).reduce((s, p) => s + p.rssKiB, 0),
     stop
   }
 }
@@ -125,6 +123,31 @@ export async function startServer (
   return { ...await start(opts, ready), url }
 }
 
+/**
+ * The service as users start it, `npm start`, in production mode on `port`; with `nodeArgs` (a profiler's flags,
+ * which Node refuses in NODE_OPTIONS) it is what `npm start` runs, `node <nodeArgs> dist/cli.js serve`.
+ */
+export function startService (opts: {
+  cleanups: Cleanup[]
+  env: Record<string, string>
+  port: number
+  logLevel: string
+  nodeArgs?: string[]
+}): Promise<ServerProcess> {
+  return startServer({
+    name: 'service',
+    cleanups: opts.cleanups,
+    ...(opts.nodeArgs
+      ? { command: process.execPath, args: [...opts.nodeArgs, 'dist/cli.js', 'serve'] }
+      : { command: 'npm', args: ['start', '--silent'] }),
+    env: cleanEnv({
+      ...opts.env, NODE_ENV: 'production', HOST: '127.0.0.1', PORT: String(opts.port), LOG_LEVEL: opts.logLevel
+    }),
+    port: opts.port,
+    readyPath: '/health/ready'
+  })
+}
+
 /** A process without HTTP (a delivery worker), ready once its output has shown `readyText`. */
 export async function startProcess (opts: StartOptions & { readyText: string }): Promise<BenchProcess> {
   let output = ''
@@ -134,6 +157,28 @@ export async function startProcess (opts: StartOptions & { readyText: string }):
     output = (output + text).slice(-4000)
     seen = output.includes(opts.readyText)
   })
+}
+
+const groupAlive = (pid: number): boolean => {
+  try {
+    process.kill(-pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * SIGTERM to the process group, then SIGKILL to what is left of it after 10 s; returns once no process of the group
+ * is left (npm may exit before the node process under it).
+ */
+async function stopGroup (pid: number): Promise<void> {
+  try { process.kill(-pid, 'SIGTERM') } catch { return }
+  const deadline = Date.now() + 10_000
+  while (groupAlive(pid) && Date.now() < deadline) await sleep(25)
+  if (!groupAlive(pid)) return
+  try { process.kill(-pid, 'SIGKILL') } catch {}
+  while (groupAlive(pid)) await sleep(25)
 }
 
 interface ProcStat { pid: number, ppid: number, cpuSeconds: number, rssKiB: number }
@@ -155,6 +200,9 @@ function procStat (pid: string): ProcStat | undefined {
     return undefined
   }
 }
+
+/** The processes of a tree that have no children in it. */
+const leaves = (procs: ProcStat[]): ProcStat[] => procs.filter(p => !procs.some(q => q.ppid === p.pid))
 
 /** `pid` and every process under it (Linux; empty elsewhere). */
 function tree (pid: number): ProcStat[] {

@@ -24,25 +24,21 @@
  * A delivery that never arrives fails the run (exit 1); a duplicate is counted and shown (at least once allows it,
  * but none is expected here).
  */
-import { rmSync } from 'node:fs'
-import { dirname } from 'node:path'
 import pg from 'pg'
-import { buildApp } from '../app.js'
-import { loadConfig } from '../plugins/config.js'
 import type { Queryable } from '../plugins/db/types.js'
 import { insertEvent } from '../plugins/webhooks/store.js'
 import {
-  benchDatabase, devSecrets, discard, fmt, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, postgresCpuSeconds,
-  printTable, runBench, stamp, summary, tempDir, testHelpers, waitFor, type Cleanup
+  fmt, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, postgresCpuSeconds, printTable, runBench, stamp,
+  summary, waitFor, type Cleanup
 } from './lib.js'
-import { cleanEnv, ensureBuilt, startProcess, startReceiver, type BenchProcess } from './processes.js'
+import { TOPIC, webhookFixture } from './fixtures.js'
+import { cleanEnv, ensureBuilt, startProcess, type BenchProcess } from './processes.js'
 
 const WORKERS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number)
 if (WORKERS.some(n => !Number.isInteger(n) || n < 1)) throw new Error('BENCH_WORKERS: a list of counts, e.g. 1,2,4')
 const EVENTS = positiveInt('BENCH_EVENTS', 2000)
 const SUBSCRIPTIONS = positiveInt('BENCH_SUBSCRIPTIONS', 10)
 const DRAIN_TIMEOUT_S = positiveInt('BENCH_DRAIN_TIMEOUT', 120)
-const TOPIC = 'invoice.paid'
 
 interface Row {
   workers: number
@@ -56,7 +52,10 @@ interface Row {
   machineBusy: number
 }
 
-/** Writes the backlog in one transaction; returns `now()` just before COMMIT was sent. */
+/**
+ * Writes the backlog in one transaction and leaves it open: the caller takes its readings, then `commit()`, which
+ * answers `now()` just before COMMIT was sent. Until then no worker sees any of it.
+ */
 async function backlog (databaseUrl: string, tenant: { orgRefId: string, entityRefId: string }, serial: number) {
   const client = new pg.Client({ connectionString: databaseUrl })
   await client.connect()
@@ -76,52 +75,35 @@ async function backlog (databaseUrl: string, tenant: { orgRefId: string, entityR
         throw new Error(`backlog: the event went to ${accepted === 'conflict' ? 'a conflict' : accepted.deliveries}`)
       }
     }
-    const committing = now()
-    await client.query('commit')
-    return committing
-  } finally {
+  } catch (err) {
     await client.end()
+    throw err
+  }
+  return {
+    async commit (): Promise<number> {
+      const committing = now()
+      try {
+        await client.query('commit')
+      } finally {
+        await client.end()
+      }
+      return committing
+    }
   }
 }
 
 async function main (cleanups: Cleanup[]): Promise<void> {
   await ensureBuilt()
-  const { install, selfSigned } = await testHelpers()
-  const database = await benchDatabase('mg_bench_wk')
-  cleanups.push(database.drop)
-  const tls = selfSigned()
-  cleanups.push(() => rmSync(dirname(tls.caFile), { recursive: true, force: true }))
-  const receiver = await startReceiver(tls)
-  cleanups.push(() => receiver.stop())
-
-  const dataDir = tempDir('mg-bench-wk-', cleanups)
-  const env = {
-    DATA_DIR: dataDir,
-    DATABASE_URL: database.url,
-    PUBLIC_BASE_URL: 'http://127.0.0.1:3000',
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    WEBHOOK_CA_FILE: tls.caFile
-  }
-  const setup = await buildApp({ ...loadConfig(env), webhookWorker: false, logLevel: 'warn' }, { logStream: discard() })
-  await setup.ready()
-  const tenant = await install(setup)
-  for (let k = 0; k < SUBSCRIPTIONS; k++) {
-    const res = await setup.inject({
-      method: 'POST',
-      url: `/public/v1/orgs/${tenant.orgRefId}/entities/${tenant.entityRefId}/webhooks`,
-      headers: { authorization: `Bearer ${tenant.accessToken}`, 'content-type': 'application/json' },
-      payload: { topics: [TOPIC], target_url: `https://127.0.0.1:${receiver.port}/hooks/${k}` }
-    })
-    if (res.statusCode !== 201) throw new Error(`subscribe: ${res.statusCode} ${res.body}`)
-  }
-  await setup.close()
-  const workerEnv = cleanEnv({ ...devSecrets(dataDir), ...env, NODE_ENV: 'production', LOG_LEVEL: 'info' })
+  const { databaseUrl, receiver, tenant, env } = await webhookFixture(cleanups, {
+    prefix: 'mg_bench_wk', subscriptions: SUBSCRIPTIONS, publicBaseUrl: 'http://127.0.0.1:3000'
+  })
+  const workerEnv = cleanEnv({ ...env, NODE_ENV: 'production', LOG_LEVEL: 'info' })
 
   console.log(`marketplace-gateway bench: webhook delivery by ${WORKERS.join(', ')} worker processes, one Postgres`)
   console.log(`  ${fmt(EVENTS)} events x ${SUBSCRIPTIONS} subscriptions = ${fmt(EVENTS * SUBSCRIPTIONS)} ` +
     'deliveries per measurement, written as one backlog; `node dist/cli.js worker` processes; the receiver in ' +
     'its own process')
-  console.log(`  ${nodeAndCpus()}, Postgres ${new URL(database.url).host}`)
+  console.log(`  ${nodeAndCpus()}, Postgres ${new URL(databaseUrl).host}`)
 
   const rows: Row[] = []
   for (const [index, count] of WORKERS.entries()) {
@@ -129,21 +111,23 @@ async function main (cleanups: Cleanup[]): Promise<void> {
     for (let w = 0; w < count; w++) {
       const worker = await startProcess({
         name: `worker ${w + 1}`,
+        cleanups,
         command: process.execPath,
         args: ['dist/cli.js', 'worker'],
         env: workerEnv,
         readyText: 'webhook worker started'
       })
-      cleanups.push(() => worker.stop())
       workers.push(worker)
     }
     await receiver.reset()
     const expected = EVENTS * SUBSCRIPTIONS
+    // Readings from the COMMIT on: the backlog's writing is not the workers' cost.
+    const written = await backlog(databaseUrl, tenant, index)
     const cpu0 = workers.reduce((s, w) => s + w.cpuSeconds(), 0)
     const receiver0 = receiver.cpuSeconds()
     const pg0 = postgresCpuSeconds()
     const machine0 = machineCpu()
-    const committing = await backlog(database.url, tenant, index)
+    const committing = await written.commit()
     let counts = await receiver.counts()
     const arrived = async () => (counts = await receiver.counts()).unique >= expected
     const done = await waitFor(arrived, DRAIN_TIMEOUT_S * 1000, 50)

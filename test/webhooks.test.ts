@@ -242,13 +242,19 @@ t.test('events in batches: one transaction, results in order, all or nothing', a
   const stored = async () =>
     (await app.db.query<{ n: number }>('select count(*)::int as n from webhook_events'))[0]!.n
 
-  const batch = await publish(app, [event(1), event(2, { id: 'key-2', topic: 'bill.created' }), event(3)])
+  // Producer ids out of their sorted order (the store writes them sorted), so that the order of the results shows.
+  const batch = await publish(app, [
+    event(1, { id: 'key-3' }), event(2, { id: 'key-2', topic: 'bill.created' }), event(3), event(4, { id: 'key-1' })
+  ])
   t.equal(batch.statusCode, 202)
   const results = batch.json() as Array<{ id: string, deliveries: number }>
-  t.equal(results.length, 3, 'one result per event')
-  t.match(results, [{ id: /^evt_/, deliveries: 1 }, { id: /^evt_/, deliveries: 1 }, { id: /^evt_/, deliveries: 1 }])
-  t.equal(new Set(results.map(r => r.id)).size, 3)
-  await receiver.waitFor(3)
+  t.equal(results.length, 4, 'one result per event')
+  t.equal(new Set(results.map(r => r.id)).size, 4)
+  const sent = await app.db.query<{ id: string, producer_id: string | null, n: number }>(
+    "select id, producer_id, (body::jsonb -> 'data' ->> 'n')::int as n from webhook_events")
+  t.same(results.map(r => sent.find(e => e.id === r.id)?.n), [1, 2, 3, 4], 'each result in the place of its event')
+  t.same(results.map(r => r.deliveries), [1, 1, 1, 1])
+  await receiver.waitFor(4)
   t.same(new Set(receiver.received.map(r => JSON.parse(r.body.toString()).id)), new Set(results.map(r => r.id)),
     'each event of the batch is delivered')
 
@@ -266,6 +272,22 @@ t.test('events in batches: one transaction, results in order, all or nothing', a
   t.same(mixed.json().unknown, ['invoice.exploded', 'nope'], 'every unknown topic is named')
   t.equal((await publish(app, [event(7), event(8, { topic: 'work_order.released' })])).statusCode, 422)
   t.equal(await stored(), before, 'a bad topic stores none of the batch')
+
+  const twice = await publish(app, [event(10, { id: 'key-10' }), event(10, { id: 'key-10' })])
+  t.equal(twice.statusCode, 202)
+  t.same(twice.json()[1], twice.json()[0], 'the same event twice in one batch is stored once')
+  const before2 = await stored()
+  const clash = await publish(app, [event(20), event(11, { id: 'key-11' }), event(12, { id: 'key-11' })])
+  t.equal(clash.statusCode, 409, 'the same id with other content in one batch is a conflict')
+  t.equal(await stored(), before2, 'and stores none of the batch')
+
+  // Two producers sending overlapping ids in opposite orders, at once: no deadlock, every answer the first result.
+  const overlapping = await Promise.all(Array.from({ length: 10 }, (_, k) => publish(app, k % 2 === 0
+    ? [event(30, { id: 'key-30' }), event(31, { id: 'key-31' })]
+    : [event(31, { id: 'key-31' }), event(30, { id: 'key-30' })])))
+  t.same(overlapping.map(r => r.statusCode), Array(10).fill(202))
+  const firstOf30 = overlapping[0]!.json()[0].id
+  t.ok(overlapping.every((r, k) => r.json()[k % 2 === 0 ? 0 : 1].id === firstOf30), 'one event key-30, one id')
 
   const tooMany = await publish(app, Array.from({ length: 101 }, (_, n) => event(n)))
   t.equal(tooMany.statusCode, 400)

@@ -2,9 +2,12 @@ import fp from 'fastify-plugin'
 import { notify, type Queryable } from '../db/index.js'
 import { SELECT_INSTALL, toInstall, type Install, type InstallRow } from '../installs.js'
 
-type PrincipalFields = 'installId' | 'clientId' | 'appSlug' | 'orgRefId' | 'entityRefId' | 'scopes'
+type PrincipalFields = 'installId' | 'clientId' | 'appSlug' | 'orgRefId' | 'entityRefId'
 /** The install a request acts for, as the database says it is right now (scopes included, not the token's). */
-export type Principal = Readonly<Pick<Install, PrincipalFields>>
+export type Principal = Readonly<Pick<Install, PrincipalFields>> & {
+  /** Shared by every request the cached state serves: frozen, and typed so. */
+  readonly scopes: readonly string[]
+}
 
 /** What the database says about an install and its app: the authority behind every access token. */
 export interface AccessState {
@@ -76,7 +79,7 @@ export default fp(async (app) => {
     if (!row) return undefined
     const { installId, clientId, appSlug, orgRefId, entityRefId, scopes, status } = toInstall(row)
     return {
-      principal: Object.freeze({ installId, clientId, appSlug, orgRefId, entityRefId, scopes }),
+      principal: Object.freeze({ installId, clientId, appSlug, orgRefId, entityRefId, scopes: Object.freeze(scopes) }),
       status,
       apiKeyEnabled: row.api_key_enabled,
       keyDisabledAt: row.key_disabled_at?.getTime() ?? null,

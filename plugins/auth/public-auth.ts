@@ -35,7 +35,7 @@ function identity (p: Principal): Static<typeof Identity> {
     app_slug: p.appSlug,
     org_ref_id: p.orgRefId,
     entity_ref_id: p.entityRefId,
-    scopes: p.scopes
+    scopes: [...p.scopes]
   }
 }
 

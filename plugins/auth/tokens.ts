@@ -142,7 +142,7 @@ export default fp(
         let entry = verified.get(key)
         if (entry?.token !== token) {
           entry = verifySignature(token)
-          if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!)
+          if (!verified.has(key) && verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!)
           verified.set(key, entry)
         }
         // Checked on every use: the surface asked for, and the clock.

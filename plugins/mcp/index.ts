@@ -254,7 +254,7 @@ export default fp(
 
       const raw = request.raw as IncomingMessage & { auth?: AuthInfo }
       if (principal) {
-        raw.auth = { token: '', clientId: principal.clientId, scopes: principal.scopes, extra: { principal } }
+        raw.auth = { token: '', clientId: principal.clientId, scopes: [...principal.scopes], extra: { principal } }
       }
       // From here the SDK writes the answer (JSON or an SSE stream); Fastify steps aside.
       reply.hijack()

@@ -156,6 +156,13 @@ function eventBody (id: string, topic: string, createdAt: Date, orgRefId: string
   })
 }
 
+/** Producer ids in a fixed order (code units, not locale), events without one last. */
+const compareIds = (a: string | undefined, b: string | undefined): number =>
+  a === b ? 0 : a === undefined ? 1 : b === undefined ? -1 : a < b ? -1 : 1
+
+/** An event stored (or found stored under its producer id) and the deliveries it was fanned out to. */
+type Accepted = { id: string, deliveries: number }
+
 /**
  * Stores an event and its fan-out to every matching active subscription in one statement, so in one round trip
  * and one transaction: the event, its deliveries and the wake-up notification exist together or not at all.
@@ -163,8 +170,6 @@ function eventBody (id: string, topic: string, createdAt: Date, orgRefId: string
  * tenant or data) `'conflict'`. Inside a caller's transaction the
  * notification goes out at its commit.
  */
-/** An event stored (or found stored under its producer id) and the deliveries it was fanned out to. */
-type Accepted = { id: string, deliveries: number }
 
 export async function insertEvent (
   q: Queryable,
@@ -287,16 +292,22 @@ export function createWebhookStore (db: Db) {
 
     insertEvent: (e: Static<typeof EventBody>) => insertEvent(db, e),
 
-    /** Several events in one transaction: all of them, or none when one conflicts with an event stored before. */
+    /**
+     * Several events in one transaction: all of them, or none when one conflicts with an event stored before.
+     * Events with a producer id are written in the order of their ids: two batches that share ids then wait for
+     * each other's rows in the same order, instead of each holding one the other needs (a deadlock). The results
+     * keep the order sent.
+     */
     async insertEvents (events: Array<Static<typeof EventBody>>): Promise<Accepted[] | 'conflict'> {
       const conflict = new Error('event conflict: the batch is rolled back')
+      const order = events.map((_, i) => i).sort((a, b) => compareIds(events[a]!.id, events[b]!.id) || a - b)
       try {
         return await db.tx(async q => {
-          const accepted: Accepted[] = []
-          for (const e of events) {
-            const one = await insertEvent(q, e)
+          const accepted: Accepted[] = new Array(events.length)
+          for (const i of order) {
+            const one = await insertEvent(q, events[i]!)
             if (one === 'conflict') throw conflict
-            accepted.push(one)
+            accepted[i] = one
           }
           return accepted
         })
