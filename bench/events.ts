@@ -23,14 +23,13 @@
  * Any answer but 202, or a delivery that never arrives, fails the run (exit 1).
  */
 import {
-  fmt, loadSlice, sleep, mergeSlices, nodeAndCpus, now, positiveInt, printTable, runBench, stamp, summary, waitFor,
-  type Cleanup
+  fmt, loadSlice, sleep, mergeSlices, nodeAndCpus, now, positiveInt, positiveInts, printTable, runBench, stamp,
+  summary, waitFor, type Cleanup
 } from './lib.js'
 import { TOPIC, webhookFixture } from './fixtures.js'
 import { ensureBuilt, freePort, startService } from './processes.js'
 
-const BATCHES = (process.env.BENCH_BATCHES ?? '1,100').split(',').map(Number)
-if (BATCHES.some(n => !Number.isInteger(n) || n < 1 || n > 100)) throw new Error('BENCH_BATCHES: sizes from 1 to 100')
+const BATCHES = positiveInts('BENCH_BATCHES', [1, 100], 100)
 const SECONDS = positiveInt('BENCH_SECONDS', 10)
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 16)
 const DRAIN_TIMEOUT_S = positiveInt('BENCH_DRAIN_TIMEOUT', 120)

@@ -28,6 +28,19 @@ export function positiveInt (name: string, fallback: number, zeroOk = false): nu
   return n
 }
 
+/** A comma-separated list of whole numbers from 1 to `max` (`fallback` when unset), e.g. BENCH_WORKERS=1,2,4. */
+export function positiveInts (name: string, fallback: number[], max = Infinity): number[] {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  return raw.split(',').map(item => {
+    const n = Number(item.trim())
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      throw new Error(`${name}: ${JSON.stringify(item)} is not a whole number from 1 to ${max}`)
+    }
+    return n
+  })
+}
+
 /** A comma-separated choice among `allowed` (`fallback`, or all of them, when unset), in the order given. */
 export function list (name: string, allowed: readonly string[], fallback: readonly string[] = allowed): Set<string> {
   const raw = process.env[name]

@@ -38,17 +38,13 @@ import { join } from 'node:path'
 import { buildApp, type AppInstance } from '../app.js'
 import { loadConfig } from '../plugins/config.js'
 import {
-  benchDatabase, devSecrets, discard, fmt, list, loadSlice, mergeSlices, nodeAndCpus, positiveInt, printTable, runBench,
-  stamp, summary, tempDir, testHelpers, verdict, type Cleanup, type RawResult, type SliceFigures
+  benchDatabase, devSecrets, discard, fmt, list, loadSlice, mergeSlices, nodeAndCpus, positiveInt, positiveInts,
+  printTable, runBench, stamp, summary, tempDir, testHelpers, verdict, type Cleanup, type RawResult, type SliceFigures
 } from './lib.js'
 import { cleanEnv, ensureBuilt, freePort, startServer, startService, type ServerProcess } from './processes.js'
 
 const LOG_LEVELS = [...list('BENCH_LOG_LEVELS', ['warn', 'info', 'error', 'debug'], ['warn', 'info'])]
-const INSTALLS = (process.env.BENCH_INSTALLS ?? '1').split(',').map(s => {
-  const n = Number(s)
-  if (!Number.isInteger(n) || n < 1) throw new Error(`BENCH_INSTALLS: ${JSON.stringify(s)} is not a count`)
-  return n
-}).sort((a, b) => a - b)
+const INSTALLS = positiveInts('BENCH_INSTALLS', [1]).sort((a, b) => a - b)
 const SECONDS = positiveInt('BENCH_SECONDS', 10)
 const WARMUP = positiveInt('BENCH_WARMUP', 2, true)
 const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50)

@@ -28,14 +28,13 @@ import pg from 'pg'
 import type { Queryable } from '../plugins/db/types.js'
 import { insertEvent } from '../plugins/webhooks/store.js'
 import {
-  fmt, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, postgresCpuSeconds, printTable, runBench, stamp,
-  summary, waitFor, type Cleanup
+  fmt, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, positiveInts, postgresCpuSeconds, printTable, runBench,
+  stamp, summary, waitFor, type Cleanup
 } from './lib.js'
 import { TOPIC, webhookFixture } from './fixtures.js'
 import { cleanEnv, ensureBuilt, startProcess, type BenchProcess } from './processes.js'
 
-const WORKERS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number)
-if (WORKERS.some(n => !Number.isInteger(n) || n < 1)) throw new Error('BENCH_WORKERS: a list of counts, e.g. 1,2,4')
+const WORKERS = positiveInts('BENCH_WORKERS', [1, 2, 4])
 const EVENTS = positiveInt('BENCH_EVENTS', 2000)
 const SUBSCRIPTIONS = positiveInt('BENCH_SUBSCRIPTIONS', 10)
 const DRAIN_TIMEOUT_S = positiveInt('BENCH_DRAIN_TIMEOUT', 120)
