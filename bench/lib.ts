@@ -8,6 +8,7 @@ import { Writable } from 'node:stream'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { loadConfig, type Config } from '../plugins/config.js'
+import type { Queryable } from '../plugins/db/types.js'
 
 /**
  * What the benchmarks share: environment knobs, the app's configuration and a throw-away database, timing and
@@ -187,6 +188,11 @@ export function benchConfig (
     ...env
   })
 }
+
+/** A pg.Client as the service's Queryable, to run the service's own statements from a benchmark's connection. */
+export const queryable = (client: pg.Client): Queryable => ({
+  query: async <T>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as T[]
+})
 
 /**
  * The development secrets a setup app generated into `dataDir`, as the environment variables that hand them to a

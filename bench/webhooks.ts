@@ -40,7 +40,6 @@ import type { Static } from '@sinclair/typebox'
 import pg from 'pg'
 import { Agent, request } from 'undici'
 import { buildApp, type AppInstance } from '../app.js'
-import type { Queryable } from '../plugins/db/types.js'
 import { insertEvent } from '../plugins/webhooks/store.js'
 import type { WorkerStatus } from '../plugins/webhooks/worker.js'
 import type { EventBody } from '../schemas/events.js'
@@ -48,7 +47,7 @@ import type { Installed } from '../test/helper.js'
 import { selfSigned } from '../test/receiver.js'
 import {
   benchConfig, benchDatabase, fmt, list, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, postgresCpuSeconds,
-  printTable, quantile, runBench, sleep, stamp, summary, tempDir, verdict, waitFor, type Cleanup
+  printTable, quantile, queryable, runBench, sleep, stamp, summary, tempDir, verdict, waitFor, type Cleanup
 } from './lib.js'
 
 const EVENTS = positiveInt('BENCH_EVENTS', 20_000)
@@ -263,11 +262,6 @@ async function publish (app: AppInstance, tenant: Installed, fanout: number): Pr
   }
   return body.id
 }
-
-/** A pg.Client as the service's Queryable. */
-const queryable = (client: pg.Client): Queryable => ({
-  query: async <T>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as T[]
-})
 
 /**
  * Writes a whole backlog with the service's own `insertEvent` (what POST /events runs: the event, its fan-out and

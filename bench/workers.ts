@@ -25,11 +25,10 @@
  * but none is expected here).
  */
 import pg from 'pg'
-import type { Queryable } from '../plugins/db/types.js'
 import { insertEvent } from '../plugins/webhooks/store.js'
 import {
-  fmt, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, positiveInts, postgresCpuSeconds, printTable, runBench,
-  stamp, summary, waitFor, type Cleanup
+  fmt, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, positiveInts, postgresCpuSeconds, queryable, printTable,
+  runBench, stamp, summary, waitFor, type Cleanup
 } from './lib.js'
 import { TOPIC, webhookFixture } from './fixtures.js'
 import { cleanEnv, ensureBuilt, startProcess, type BenchProcess } from './processes.js'
@@ -58,9 +57,7 @@ interface Row {
 async function backlog (databaseUrl: string, tenant: { orgRefId: string, entityRefId: string }, serial: number) {
   const client = new pg.Client({ connectionString: databaseUrl })
   await client.connect()
-  const q: Queryable = {
-    query: async <T>(sql: string, params?: unknown[]) => (await client.query(sql, params)).rows as T[]
-  }
+  const q = queryable(client)
   try {
     await client.query('begin')
     for (let k = 0; k < EVENTS; k++) {
