@@ -432,6 +432,23 @@ t.test('transport errors, tokens, Host and Origin', async t => {
   const schemaRefused = await call(11, { cursor: 1 }, 'tools/list')
   t.match(await schemaRefused.json(), { jsonrpc: '2.0', id: 11, error: { code: -32602, message: /^Invalid params: / } },
     "params the SDK's schema refuses: -32602, not -32603")
+
+  // A call with more than name and arguments leaves the fast path: the SDK's schema and handler see it.
+  const badMeta = await call(12, { name: 'whoami', arguments: {}, _meta: 5 })
+  t.match(await badMeta.json(), {
+    jsonrpc: '2.0',
+    id: 12,
+    error: { code: -32602, message: /^Invalid params: params\._meta: / }
+  })
+  const answer = async (res: Response) => {
+    const text = await res.text()
+    return JSON.parse(res.headers.get('content-type')!.startsWith('text/event-stream')
+      ? text.split('\n').find(l => l.startsWith('data: '))!.slice(6)
+      : text)
+  }
+  const plain = await answer(await call(13, { name: 'whoami', arguments: {} }))
+  const withMeta = await answer(await call(14, { name: 'whoami', arguments: {}, _meta: { progressToken: 'p' } }))
+  t.same(withMeta, { ...plain, id: 14 }, 'the fast path and the SDK answer a call alike')
 })
 
 t.test('rate limits: 60 a minute per session, 120 a minute per IP', async t => {

@@ -124,6 +124,11 @@ export default fp(
       await Promise.all([...sessions.keys()].map(closeSession))
     })
 
+    const hasNul = (v: unknown): boolean =>
+      typeof v === 'string'
+        ? v.includes('\0')
+        : typeof v === 'object' && v !== null && Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x))
+
     /**
      * `tools/call` on an established session is the hot path. The SDK's Node transport converts every request to a
      * web-standard Request and back, which costs four times what the tool does (bench/mcp.ts profile); so a
@@ -139,20 +144,19 @@ export default fp(
       }
       if (request.method !== 'POST' || body.jsonrpc !== '2.0' || body.method !== 'tools/call') return undefined
       if (typeof body.id !== 'string' && typeof body.id !== 'number') return undefined
-      if (typeof body.params?.name !== 'string') return undefined
-      const args = body.params.arguments
+      const params = body.params
+      if (typeof params?.name !== 'string') return undefined
+      // Only name and arguments: anything else (_meta, task) is for the SDK's schema and handling.
+      for (const key in params) if (key !== 'name' && key !== 'arguments') return undefined
+      const args = params.arguments
       if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) return undefined
+      if (hasNul(args)) return undefined
       const accept = request.headers.accept ?? ''
       if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return undefined
       const version = request.headers['mcp-protocol-version']
       if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) return undefined
-      return { id: body.id, name: body.params.name, args }
+      return { id: body.id, name: params.name, args }
     }
-
-    const hasNul = (v: unknown): boolean =>
-      typeof v === 'string'
-        ? v.includes('\0')
-        : typeof v === 'object' && v !== null && Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x))
 
     /** JSON-RPC -32602 for the requests whose params the SDK would otherwise reject as an internal error. */
     function invalidParams (body: unknown): { id: string | number, message: string } | undefined {
@@ -224,17 +228,7 @@ export default fp(
       }
       session.lastSeen = Date.now()
 
-      const invalid = request.method === 'POST' ? invalidParams(request.body) : undefined
-      if (invalid) {
-        reply
-          .type('application/json')
-          .send({
-            jsonrpc: '2.0',
-            id: invalid.id,
-            error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${invalid.message}` }
-          })
-        return undefined
-      }
+      // A call the fast path has vetted whole needs no other check (invalidParams would pass it).
       const call = fastToolCall(request)
       if (call) {
         const result = await dispatch(call.name, call.args, principal)
@@ -252,6 +246,17 @@ export default fp(
         return undefined
       }
 
+      const invalid = request.method === 'POST' ? invalidParams(request.body) : undefined
+      if (invalid) {
+        reply
+          .type('application/json')
+          .send({
+            jsonrpc: '2.0',
+            id: invalid.id,
+            error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${invalid.message}` }
+          })
+        return undefined
+      }
       const raw = request.raw as IncomingMessage & { auth?: AuthInfo }
       if (principal) {
         raw.auth = { token: '', clientId: principal.clientId, scopes: [...principal.scopes], extra: { principal } }
