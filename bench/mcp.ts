@@ -1,5 +1,5 @@
 /**
- * Benchmark (issue 4): the MCP endpoint of the real app on real Postgres.
+ * Benchmark (issues 4 and 13): the MCP endpoint of the real app on real Postgres, both revisions.
  *
  *   npx tsx bench/mcp.ts
  *
@@ -17,7 +17,7 @@
  *   BENCH_CONNECTIONS    concurrent connections (default 50)
  *   BENCH_WHOAMI_SESSIONS  sessions the whoami connections are spread over (default: one per connection)
  *   BENCH_PHASES         sessions,load (default both; `load` alone opens only the sessions the load needs)
- *   BENCH_SIDES          whoami,me (default both; one side alone is for profiling)
+ *   BENCH_SIDES          whoami,stateless,me (default all three; one side alone is for profiling)
  *   BENCH_LOG_LEVEL      the server's LOG_LEVEL (default info: one request line per request, serialised then
  *                        dropped)
  *   BENCH_CPU_PROF=DIR   run the server with --cpu-prof --cpu-prof-dir=DIR
@@ -26,8 +26,8 @@
  *
  * The server is `bench/mcp-server.ts`, a child process (`node --expose-gc --import tsx`) that builds the app,
  * listens on 127.0.0.1, makes one install and reports its RSS after forced full GCs when asked over IPC. The
- * sessions' clients and autocannon live in this process (autocannon in a worker thread), so none of their memory
- * is counted.
+ * sessions' clients live in this process and autocannon in a process of its own per slice, so none of their
+ * memory is counted.
  *
  * 1. Sessions. RSS of the server with no session ever opened ("cold"), then after BENCH_WARM_SESSIONS sessions were
  *    opened, each used for one tools/call whoami and DELETEd ("baseline": code loaded and compiled, pools grown),
@@ -36,12 +36,16 @@
  *    connections, closed before each reading so no client socket is held on the server. /health must read
  *    active_sessions = BENCH_SESSIONS. Target: RSS growth <= 50 KiB per session (from the baseline; the growth
  *    from cold is printed too).
- * 2. Load, with all sessions still open. First one tools/call whoami whose structuredContent must equal the body
- *    of GET /public/v1/me. Then autocannon, BENCH_CONNECTIONS connections: POST /mcp tools/call whoami (each
- *    connection on a session of its own, a fresh JSON-RPC id per request; every answer must be 200 and contain
- *    that structuredContent, whether it comes back as JSON or SSE) against GET /public/v1/me (same token, same
- *    connections, same seconds, the exact body expected), in alternating slices after a warm-up of each.
- *    Target: req/s of whoami / req/s of /me >= 0.5. Server CPU time per request is shown for each side.
+ * 2. Load, with all sessions still open. First one tools/call whoami on each revision whose structuredContent must
+ *    equal the body of GET /public/v1/me. Then autocannon, BENCH_CONNECTIONS connections, three sides in
+ *    alternating slices after a warm-up of each (same token, same connections, same seconds):
+ *    - `whoami`: POST /mcp tools/call whoami on 2025-11-25, each connection on a session of its own, a fresh
+ *      JSON-RPC id per request;
+ *    - `stateless`: POST /mcp tools/call whoami on 2026-07-28, no session: the `_meta` envelope and the
+ *      MCP-Protocol-Version, Mcp-Method and Mcp-Name headers on every request;
+ *    - `me`: GET /public/v1/me, the exact body expected.
+ *    Every whoami answer must be 200 and contain that structuredContent, whether it comes back as JSON or SSE.
+ *    Target: req/s of each whoami / req/s of /me >= 0.5. Server CPU time per request is shown for each side.
  *
  * Exits non-zero only when the run itself fails (setup error, a wrong answer, a session count that is off), never
  * for a missed target.
@@ -68,11 +72,12 @@ const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50)
 const ROUNDS = positiveInt('BENCH_ROUNDS', 5)
 const WHOAMI_SESSIONS = positiveInt('BENCH_WHOAMI_SESSIONS', CONNECTIONS)
 const PHASES = list('BENCH_PHASES', ['sessions', 'load'])
-const SIDES = list('BENCH_SIDES', ['whoami', 'me'])
+const SIDES = list('BENCH_SIDES', ['whoami', 'stateless', 'me'])
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info'
 const CPU_PROF = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined
 const HEAP_SNAPSHOT = process.env.BENCH_HEAP_SNAPSHOT ? resolve(process.env.BENCH_HEAP_SNAPSHOT) : undefined
 const PROTOCOL = '2025-11-25'
+const STATELESS = '2026-07-28'
 const TARGET_KIB_PER_SESSION = 50
 const TARGET_RATIO = 0.5
 
@@ -165,6 +170,22 @@ const INITIALIZE = JSON.stringify({
 const INITIALIZED = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })
 const whoamiBody = (id: number | string): string =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'whoami', arguments: {} } })
+/** The same call on the stateless revision: the request carries its revision, and its client, itself. */
+const statelessWhoamiBody = (id: number | string): string => JSON.stringify({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: {
+    name: 'whoami',
+    arguments: {},
+    _meta: {
+      'io.modelcontextprotocol/protocolVersion': STATELESS,
+      'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+      'io.modelcontextprotocol/clientCapabilities': {}
+    }
+  }
+})
+const STATELESS_HEADERS = { 'mcp-protocol-version': STATELESS, 'mcp-method': 'tools/call', 'mcp-name': 'whoami' }
 
 /** The one JSON-RPC message of an answer, sent as JSON or as an SSE stream of one `data:` event. */
 function jsonRpcOf (contentType: string | undefined, text: string): any {
@@ -209,8 +230,11 @@ class McpClient {
     return id
   }
 
-  async whoami (session: string, id: number): Promise<{ raw: string, message: any }> {
-    const res = await this.post(whoamiBody(id), { 'mcp-session-id': session, 'mcp-protocol-version': PROTOCOL })
+  /** tools/call whoami in a session, or (session undefined) on the stateless revision. */
+  async whoami (session: string | undefined, id: number): Promise<{ raw: string, message: any }> {
+    const res = session === undefined
+      ? await this.post(statelessWhoamiBody(id), STATELESS_HEADERS)
+      : await this.post(whoamiBody(id), { 'mcp-session-id': session, 'mcp-protocol-version': PROTOCOL })
     if (res.status !== 200) throw new Error(`tools/call whoami: ${res.status} ${res.text.slice(0, 300)}`)
     return { raw: res.text, message: jsonRpcOf(res.headers['content-type'] as string | undefined, res.text) }
   }
@@ -293,7 +317,7 @@ async function main (cleanups: Cleanup[]): Promise<void> {
   const base = `http://127.0.0.1:${port}`
   const identity: unknown = JSON.parse(me)
 
-  console.log('marketplace-gateway bench: MCP sessions, tools/call whoami vs GET /public/v1/me')
+  console.log('marketplace-gateway bench: MCP sessions, tools/call whoami on both revisions vs GET /public/v1/me')
   console.log(`  server: bench/mcp-server.ts in its own process (pid ${server.child.pid}), ` +
     `buildApp on Postgres ${new URL(databaseUrl).host}, ` +
     `LOG_LEVEL ${LOG_LEVEL} (lines dropped), all rate limits 1,000,000/min; ` +
@@ -376,23 +400,27 @@ async function main (cleanups: Cleanup[]): Promise<void> {
     }
     const loadSessions = sessionIds.slice(0, needed)
 
-    // One call first: the structuredContent must be /me's body exactly.
+    // One call first on each revision: the structuredContent must be /me's body exactly.
     const probeClient = new McpClient(base, accessToken, 1)
-    const probe = await probeClient.whoami(loadSessions[0]!, 1)
+    const expect = JSON.stringify(identity)
+    const probes = []
+    for (const session of [loadSessions[0]!, undefined]) {
+      const probe = await probeClient.whoami(session, 1)
+      const structured = probe.message.result?.structuredContent
+      if (!isDeepStrictEqual(structured, identity)) {
+        throw new Error(`whoami's structuredContent ${JSON.stringify(structured)} is not /me's body ${me}`)
+      }
+      if (probe.message.result?.isError) throw new Error(`whoami answered a tool error: ${probe.raw}`)
+      if (!probe.raw.includes(expect)) {
+        throw new Error('the serialised structuredContent is not found verbatim in the answer')
+      }
+      probes.push(probe)
+    }
     await probeClient.agent.close()
-    const structured = probe.message.result?.structuredContent
-    if (!isDeepStrictEqual(structured, identity)) {
-      throw new Error(`whoami's structuredContent ${JSON.stringify(structured)} is not GET /public/v1/me's body ${me}`)
-    }
-    if (probe.message.result?.isError) throw new Error(`whoami answered a tool error: ${probe.raw}`)
-    const expect = JSON.stringify(structured)
-    if (!probe.raw.includes(expect)) {
-      throw new Error('the serialised structuredContent is not found verbatim in the answer')
-    }
 
     const auth = { authorization: `Bearer ${accessToken}` }
     const whoami: Side = {
-      name: 'tools/call whoami',
+      name: `tools/call whoami ${PROTOCOL}`,
       opts: {
         url: `${base}/mcp`,
         method: 'POST',
@@ -404,19 +432,33 @@ async function main (cleanups: Cleanup[]): Promise<void> {
       sessions: loadSessions,
       expect
     }
+    const stateless: Side = {
+      name: `tools/call whoami ${STATELESS}`,
+      opts: {
+        url: `${base}/mcp`,
+        method: 'POST',
+        headers: { ...MCP_HEADERS, ...STATELESS_HEADERS, ...auth },
+        body: statelessWhoamiBody('[<id>]'),
+        idReplacement: true
+      },
+      expect
+    }
     const meSide: Side = {
       name: 'GET /public/v1/me',
       opts: { url: `${base}/public/v1/me`, headers: auth, expectBody: me }
     }
-    const sides = [whoami, meSide].filter(s => SIDES.has(s === whoami ? 'whoami' : 'me'))
+    const named = new Map<string, Side>([['whoami', whoami], ['stateless', stateless], ['me', meSide]])
+    const sides = [...named].filter(([name]) => SIDES.has(name)).map(([, side]) => side)
 
     console.log('')
     const spread = loadSessions.length < CONNECTIONS ? 'shared by the connections in turn' : 'one per connection'
     console.log(`load: ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slice(s) ` +
-      `(warm-up ${WARMUP} s each), autocannon in a worker thread; ` +
+      `(warm-up ${WARMUP} s each), autocannon in a process of its own; ` +
       `whoami over ${loadSessions.length} session(s) (${spread}), ${sessionIds.length} sessions open`)
-    const framing = probe.raw.startsWith('event:') || probe.raw.includes('\ndata:') ? 'SSE' : 'JSON'
-    console.log(`  whoami answer (${framing}): ${probe.raw.trim().replace(/\n/g, '\\n')}`)
+    for (const [revision, probe] of [[PROTOCOL, probes[0]!], [STATELESS, probes[1]!]] as const) {
+      const framing = probe.raw.startsWith('event:') || probe.raw.includes('\ndata:') ? 'SSE' : 'JSON'
+      console.log(`  whoami answer, ${revision} (${framing}): ${probe.raw.trim().replace(/\n/g, '\\n')}`)
+    }
     console.log(`  /me body: ${me}`)
     if (WARMUP > 0) {
       process.stdout.write('  warming up… ')
@@ -454,18 +496,19 @@ async function main (cleanups: Cleanup[]): Promise<void> {
     console.log(`  after the load: rss ${kib(after.memory.rss)} KiB, heapUsed ${kib(after.memory.heapUsed)} KiB, ` +
       `${after.sessions} sessions`)
 
-    const w = results.get(whoami)
     const m = results.get(meSide)
-    if (w && m) {
+    for (const [side, revision] of [[whoami, PROTOCOL], [stateless, STATELESS]] as const) {
+      const w = results.get(side)
+      if (!w || !m) continue
       const ratio = w.rps / m.rps
-      summary.push(`  ratio whoami / me  ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ` +
+      summary.push(`  ratio whoami ${revision} / me  ${ratio.toFixed(3)}  target >= ${TARGET_RATIO}  ` +
         `${verdict(ratio >= TARGET_RATIO)}` +
-        `   (whoami ${fmt(w.rps)} req/s p50 ${w.p50} ms p99 ${w.p99} ms; ` +
-        `/me ${fmt(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms)`)
-      summaryLine('MCP: tools/call whoami / GET /public/v1/me', ratio.toFixed(3),
+        `   (whoami ${fmt(w.rps)} req/s p50 ${w.p50} ms p99 ${w.p99} ms, ${fmt(w.cpuPerRequest)} µs/call; ` +
+        `/me ${fmt(m.rps)} req/s p50 ${m.p50} ms p99 ${m.p99} ms, ${fmt(m.cpuPerRequest)} µs/req)`)
+      summaryLine(`MCP: tools/call whoami ${revision} / GET /public/v1/me`, ratio.toFixed(3),
         { text: `>= ${TARGET_RATIO}`, met: ratio >= TARGET_RATIO })
-      const cells = [fmt(w.rps), w.p50, w.p99, fmt(w.cpuPerRequest), fmt(m.rps), m.p50, m.p99, fmt(m.cpuPerRequest),
-        ratio.toFixed(3), verdict(ratio >= TARGET_RATIO)]
+      const cells = [revision, fmt(w.rps), w.p50, w.p99, fmt(w.cpuPerRequest), fmt(m.rps), m.p50, m.p99,
+        fmt(m.cpuPerRequest), ratio.toFixed(3), verdict(ratio >= TARGET_RATIO)]
       markdown.push(`| ${cells.join(' | ')} |`)
     }
   }

@@ -68,7 +68,11 @@ export const NotImplementedOutput = Type.Object(
 export const Catalog = Type.Object({
   name: Type.String(),
   version: Type.String(),
-  protocol: Type.Object({ name: Type.Literal('mcp'), revision: Type.String() }),
+  protocol: Type.Object({
+    name: Type.Literal('mcp'),
+    revision: Type.String({ description: 'The session revision, 2025-11-25 (contract section 7).' }),
+    revisions: Type.Array(Type.String(), { description: 'Every revision /mcp speaks, oldest first.' })
+  }),
   endpoint: Type.String(),
   tools: Type.Array(
     Type.Object({

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import t from 'tap'
-import { build } from './helper.js'
+import { bearer, build, install } from './helper.js'
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
 
@@ -55,6 +55,51 @@ t.test('with REDIS_URL, two instances share the per-IP count', { skip }, async t
   for (const base of bases) {
     const res = await fetch(`${base}/mcp`, { method: 'POST', headers: ACCEPT, body: initialize })
     t.equal(res.status, 429, 'the 11th and 12th are refused by either instance: the count is shared')
+    t.same(await res.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
+  }
+})
+
+t.test('with REDIS_URL, two instances share the per-install count of stateless requests', {
+  skip: skip || (process.env.DATABASE_URL ? false : 'two instances need one Postgres: set DATABASE_URL (CI does)')
+}, async t => {
+  const admin = new Redis(REDIS_URL)
+  t.teardown(() => admin.quit())
+  const stale = await admin.keys('mg-mcp-rl-*')
+  if (stale.length > 0) await admin.del(...stale)
+
+  const apps = []
+  const bases: string[] = []
+  for (let n = 0; n < 2; n++) {
+    const app = await build(t, { REDIS_URL })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    apps.push(app)
+    bases.push(`http://127.0.0.1:${(app.server.address() as { port: number }).port}`)
+  }
+  const i = await install(apps[0]!)
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': {}
+  }
+  const list = (base: string, id: number) => fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: {
+      ...ACCEPT,
+      ...bearer(i.accessToken),
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/list'
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list', params: { _meta: envelope } })
+  })
+  const statuses: number[] = []
+  for (let n = 1; n <= 60; n++) {
+    const res = await list(bases[n % 2]!, n)
+    await res.text()
+    statuses.push(res.status)
+  }
+  t.same(statuses, Array(60).fill(200), '60 stateless requests of one install, alternating between the instances')
+  for (const base of bases) {
+    const res = await list(base, 61)
+    t.equal(res.status, 429, 'the 61st is refused by either instance: the count is shared')
     t.same(await res.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
   }
 })

@@ -43,6 +43,14 @@ async function rawSession (base: string, headers: Record<string, string> = {}): 
   return res.headers.get('mcp-session-id')!
 }
 
+/** The one JSON-RPC message of an answer, sent as JSON or as an SSE stream (the transport may choose either). */
+async function answer (res: Response): Promise<any> {
+  const text = await res.text()
+  return JSON.parse(res.headers.get('content-type')!.startsWith('text/event-stream')
+    ? text.split('\n').find(l => l.startsWith('data: '))!.slice(6)
+    : text)
+}
+
 const ping = (base: string, session: string, headers: Record<string, string> = {}) =>
   fetch(`${base}/mcp`, {
     method: 'POST',
@@ -298,8 +306,8 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
   )
   await t.rejects(
     clients.good.readResource({ uri: 'marketplace://nope' }),
-    { code: -32002, message: 'MCP error -32002: Resource not found: marketplace://nope' },
-    'an unknown resource too'
+    { code: -32602, message: 'MCP error -32602: Resource not found: marketplace://nope', data: { uri: 'marketplace://nope' } },
+    'an unknown resource too: -32602 with data.uri, the SDK\'s one code for it on both revisions'
   )
   const invalid = await clients.good.callTool({ name: 'get_invoice', arguments: { invoice: 1 } })
   t.equal(invalid.isError, true)
@@ -408,10 +416,10 @@ t.test('transport errors, tokens, Host and Origin', async t => {
     headers: { ...ACCEPT, 'mcp-session-id': owned, 'mcp-protocol-version': '2025-11-25', ...bearer(j.accessToken) },
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'whoami', arguments: 'x' } })
   })
-  t.same(await badParams.json(), {
+  t.match(await answer(badParams), {
     jsonrpc: '2.0',
     id: 9,
-    error: { code: -32602, message: 'Invalid params: params.arguments must be an object.' }
+    error: { code: -32602, message: /^Invalid params: .*arguments/ }
   })
 
   const call = (id: number, params: unknown, method = 'tools/call') => fetch(`${base}/mcp`, {
@@ -430,22 +438,19 @@ t.test('transport errors, tokens, Host and Origin', async t => {
     error: { code: -32602, message: 'Invalid params: params.arguments must not contain NUL characters.' }
   }, 'a NUL in tool arguments: -32602 with the request id, not a parse error')
   const schemaRefused = await call(11, { cursor: 1 }, 'tools/list')
-  t.match(await schemaRefused.json(), { jsonrpc: '2.0', id: 11, error: { code: -32602, message: /^Invalid params: / } },
+  t.match(await answer(schemaRefused),
+    { jsonrpc: '2.0', id: 11, error: { code: -32602, message: /^Invalid params: params\.cursor: / } },
     "params the SDK's schema refuses: -32602, not -32603")
+  const uriRefused = await call(15, { uri: 5 }, 'resources/read')
+  t.match(await answer(uriRefused),
+    { jsonrpc: '2.0', id: 15, error: { code: -32602, message: /^Invalid params: params\.uri: / } })
 
-  // A call with more than name and arguments leaves the fast path: the SDK's schema and handler see it.
+  // A call with more than name and arguments leaves the fast path: the SDK's transport and handler see it. A _meta
+  // that is not an object does not fit the SDK's JSON-RPC message schema: refused before dispatch, with no id.
   const badMeta = await call(12, { name: 'whoami', arguments: {}, _meta: 5 })
-  t.match(await badMeta.json(), {
-    jsonrpc: '2.0',
-    id: 12,
-    error: { code: -32602, message: /^Invalid params: params\._meta: / }
-  })
-  const answer = async (res: Response) => {
-    const text = await res.text()
-    return JSON.parse(res.headers.get('content-type')!.startsWith('text/event-stream')
-      ? text.split('\n').find(l => l.startsWith('data: '))!.slice(6)
-      : text)
-  }
+  t.equal(badMeta.status, 400)
+  t.match(await badMeta.json(),
+    { jsonrpc: '2.0', id: null, error: { code: -32700, message: /Invalid JSON-RPC message/ } })
   const plain = await answer(await call(13, { name: 'whoami', arguments: {} }))
   const withMeta = await answer(await call(14, { name: 'whoami', arguments: {}, _meta: { progressToken: 'p' } }))
   t.same(withMeta, { ...plain, id: 14 }, 'the fast path and the SDK answer a call alike')

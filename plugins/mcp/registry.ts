@@ -70,14 +70,17 @@ export type ToolResult = {
 /** The JSON Schema of a TypeBox schema, as it goes on the wire (TypeBox's symbol keys dropped). */
 export const wireSchema = (schema: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(schema))
 
+/** A tool's input or output schema: MCP requires an object schema for both. */
+type ObjectSchema = { type: 'object', [key: string]: unknown }
+
 /** What tools/list answers and /catalog.json lists. */
 export function describeTool (t: ToolDefinition) {
   return {
     name: t.name,
     title: t.title,
     description: t.description,
-    inputSchema: wireSchema(t.inputSchema),
-    outputSchema: wireSchema(t.outputSchema),
+    inputSchema: wireSchema(t.inputSchema) as ObjectSchema,
+    outputSchema: wireSchema(t.outputSchema) as ObjectSchema,
     annotations: { title: t.title, ...t.annotations }
   }
 }
@@ -107,6 +110,9 @@ export function createRegistry () {
 
     addTool<I extends TSchema, O extends TSchema>(definition: ToolDefinition<I, O>, handler: ToolHandler<I, O>): void {
       if (byName.has(definition.name)) throw new Error(`MCP tool ${definition.name} is already registered`)
+      if (definition.inputSchema.type !== 'object' || definition.outputSchema.type !== 'object') {
+        throw new Error(`MCP tool ${definition.name}: its input and output schemas must be objects`)
+      }
       const tool: Tool = { ...definition, handler: handler as Tool['handler'] }
       tools.push(tool)
       byName.set(tool.name, { tool, check: TypeCompiler.Compile(tool.inputSchema) })

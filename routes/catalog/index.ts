@@ -3,7 +3,7 @@ import { VERSION } from '../../lib/root.js'
 import { anyOrigin, preflight } from '../../lib/open-cors.js'
 import { knownResources } from '../../plugins/auth/tokens.js'
 import { WIRED_SCOPES } from '../../lib/scopes.js'
-import { PROTOCOL_REVISION, SERVER_NAME } from '../../plugins/mcp/index.js'
+import { PROTOCOL_REVISIONS, SERVER_NAME, SESSION_REVISION } from '../../plugins/mcp/index.js'
 import { describeTool } from '../../plugins/mcp/registry.js'
 import { Catalog } from '../../schemas/mcp.js'
 
@@ -23,7 +23,8 @@ const catalog: FastifyPluginAsyncTypebox = async app => {
   app.get('/catalog.json', { schema: { ...schema, response: { 200: Catalog } } }, async () => ({
     name: SERVER_NAME,
     version: VERSION,
-    protocol: { name: 'mcp' as const, revision: PROTOCOL_REVISION },
+    // `revision` as contract section 7 has it (the session revision); `revisions`, every one /mcp speaks.
+    protocol: { name: 'mcp' as const, revision: SESSION_REVISION, revisions: [...PROTOCOL_REVISIONS] },
     endpoint,
     tools: app.mcp.tools.map(t => ({ ...describeTool(t), requiredScopes: t.requiredScopes })),
     resources: app.mcp.resources.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType }))
@@ -38,7 +39,17 @@ const catalog: FastifyPluginAsyncTypebox = async app => {
     protocolVersion: '0.3.0',
     provider: { organization: 'marketplace-gateway', url: publicBaseUrl },
     documentationUrl: `${publicBaseUrl}/docs`,
-    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
+    capabilities: {
+      streaming: true,
+      pushNotifications: false,
+      stateTransitionHistory: false,
+      // The MCP revisions `url` speaks, as A2A extensions (AgentExtension: uri, description, required).
+      extensions: PROTOCOL_REVISIONS.map(revision => ({
+        uri: `https://modelcontextprotocol.io/specification/${revision}`,
+        description: `MCP revision ${revision} at url (${revision === SESSION_REVISION ? 'sessions' : 'stateless'}).`,
+        required: false
+      }))
+    },
     securitySchemes: { accessToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     security: [{ accessToken: [] }],
     defaultInputModes: ['application/json'],

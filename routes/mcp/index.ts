@@ -7,13 +7,20 @@ import { ApiError, errors } from '../../plugins/errors.js'
 const OPENED = Symbol('mcp session opened by this request')
 const sessionOf = (r: FastifyRequest): string =>
   (r as FastifyRequest & { [OPENED]?: string })[OPENED] ?? String(r.headers['mcp-session-id'])
+const CALLER = Symbol('the principal of a stateless request')
+/** A stateless request's budget: its token's install's, or, without a token, its address's (docs/mcp.md). */
+const callerOf = (r: FastifyRequest): string => {
+  const principal = (r as FastifyRequest & { [CALLER]?: Principal | null })[CALLER]
+  return principal ? `install:${principal.installId}` : `anonymous:${r.ip}`
+}
 
 const LOOPBACK_LISTEN = new Set(['127.0.0.1', 'localhost', '::1', '[::1]'])
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 
 /**
  * `/mcp` (docs/rules.md#mcp-endpoint): the Host/Origin guard, the per-IP and per-session rate limits and the
- * access token answer first, in that order; only then is the request handed to the MCP transport.
+ * access token answer first, in that order; a stateless (2026-07-28) request then counts against its install's
+ * limit, which needs the token; only then is the request handed to the MCP plugin.
  */
 const mcp: FastifyPluginAsyncTypebox = async app => {
   const { mcpBaseUrl, mcpAllowedOrigins, mcpRateLimitIp, mcpRateLimitSession, host, mcpAllowAnonymous } = app.config
@@ -58,11 +65,19 @@ const mcp: FastifyPluginAsyncTypebox = async app => {
     timeWindow: 60_000,
     keyGenerator: r => `session:${sessionOf(r)}`
   })
+  // The seed's "60 a minute per session" for a revision without sessions: per install, shared by its instances.
+  const perInstall = app.createRateLimit({
+    max: mcpRateLimitSession,
+    timeWindow: 60_000,
+    keyGenerator: callerOf
+  })
+  const check = async (limiter: typeof perIp, request: FastifyRequest): Promise<void> => {
+    const verdict = await limiter(request)
+    if (!verdict.isAllowed && verdict.isExceeded) throw errors.mcpRateLimited(verdict.ttlInSeconds)
+  }
   const limit = async (request: FastifyRequest): Promise<void> => {
-    for (const check of request.headers['mcp-session-id'] ? [perIp, perSession] : [perIp]) {
-      const verdict = await check(request)
-      if (!verdict.isAllowed && verdict.isExceeded) throw errors.mcpRateLimited(verdict.ttlInSeconds)
-    }
+    await check(perIp, request)
+    if (request.headers['mcp-session-id']) await check(perSession, request)
   }
 
   async function principalOf (request: FastifyRequest): Promise<Principal | null> {
@@ -82,7 +97,9 @@ const mcp: FastifyPluginAsyncTypebox = async app => {
     ) {
       throw errors.mcpInvalidRequest(400, 'the body must be one JSON-RPC message, a JSON object.')
     }
-    const opened = await app.mcp.handle(request, reply, await principalOf(request))
+    const principal = await principalOf(request)
+    if (app.mcp.isStateless(request)) await check(perInstall, Object.assign(request, { [CALLER]: principal }))
+    const opened = await app.mcp.handle(request, reply, principal)
     // The initialize that opened a session is the session's first request, and counts as such.
     if (opened) await perSession(Object.assign(request, { [OPENED]: opened }))
   }
@@ -97,7 +114,8 @@ const mcp: FastifyPluginAsyncTypebox = async app => {
       .headers({
         'access-control-allow-methods': 'GET, POST, DELETE',
         'access-control-allow-headers':
-          'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, last-event-id',
+          'authorization, content-type, accept, mcp-session-id, mcp-protocol-version, mcp-method, mcp-name, ' +
+          'last-event-id',
         'access-control-max-age': '600'
       })
       .send()

@@ -1,0 +1,49 @@
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  specTypeSchemas,
+  type JSONRPCRequest,
+  type Result,
+  type ServerContext,
+  type StandardSchemaV1
+} from '@modelcontextprotocol/server'
+
+/** The SDK's schema of each request the server has a handler for, by method. */
+const REQUEST_SCHEMAS = new Map<string, StandardSchemaV1>([
+  ['initialize', specTypeSchemas.InitializeRequest],
+  ['ping', specTypeSchemas.PingRequest],
+  ['server/discover', specTypeSchemas.DiscoverRequest],
+  ['tools/list', specTypeSchemas.ListToolsRequest],
+  ['tools/call', specTypeSchemas.CallToolRequest],
+  ['resources/list', specTypeSchemas.ListResourcesRequest],
+  ['resources/templates/list', specTypeSchemas.ListResourceTemplatesRequest],
+  ['resources/read', specTypeSchemas.ReadResourceRequest]
+])
+
+/**
+ * The SDK's server, with one correction: params its own schema refuses are answered JSON-RPC -32602 (invalid
+ * params), on both revisions. The SDK finds them too, but for every method but `tools/call` it answers -32603, an
+ * internal error, for what is the caller's mistake. The check runs where the SDK's would, after everything the
+ * transport and the revision check first.
+ */
+export class GatewayServer extends Server {
+  protected override _wrapHandler (
+    method: string,
+    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>
+  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
+    const wrapped = super._wrapHandler(method, handler)
+    const schema = REQUEST_SCHEMAS.get(method)
+    if (!schema) return wrapped
+    return (request, ctx) => {
+      const checked = schema['~standard'].validate({ method: request.method, params: request.params })
+      if (checked instanceof Promise) throw new Error(`the SDK's ${method} schema is asynchronous`)
+      if (checked.issues) {
+        const issue = checked.issues[0]!
+        const where = (issue.path ?? []).map(p => (typeof p === 'object' ? p.key : p)).join('.') || 'params'
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid params: ${where}: ${issue.message}`)
+      }
+      return wrapped(request, ctx)
+    }
+  }
+}
