@@ -294,3 +294,36 @@ t.test('two instances on one Postgres: the SDK 2.x client alternating between th
   t.ok(hits.filter(h => h === a.base).length >= 3 && hits.filter(h => h === b.base).length >= 3,
     `both instances answered (${hits.length} requests, alternating)`)
 })
+
+t.test('a plain stateless tools/call and the SDK answer alike', async t => {
+  const { app, base } = await serve(t)
+  const i = await install(app)
+  // Only the envelope in _meta: answered by the plain path. A progress token beside it: by the SDK's server.
+  const call = (params: Record<string, unknown>, meta: Record<string, unknown>) =>
+    fetch(`${base}/mcp`, {
+      method: 'POST',
+      headers: {
+        accept: 'application/json, text/event-stream',
+        'content-type': 'application/json',
+        'mcp-protocol-version': REVISION,
+        'mcp-method': 'tools/call',
+        'mcp-name': String(params.name),
+        ...bearer(i.accessToken)
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { ...params, _meta: meta } })
+    })
+  const essence = (res: Response) => res.headers.get('content-type')?.split(';')[0]
+  for (const params of [
+    { name: 'whoami', arguments: {} },
+    { name: 'list_webhook_topics' },
+    { name: 'no_such_tool', arguments: {} },
+    { name: 'create_webhook_subscription', arguments: { topics: ['invoice.paid'], target_url: 'https://x.example/\u0000' } },
+    { name: 'delete_webhook_subscription', arguments: { nope: 1 } }
+  ]) {
+    const plain = await call(params, ENVELOPE)
+    const sdk = await call(params, { ...ENVELOPE, progressToken: 'p' })
+    t.equal(plain.status, sdk.status, `${params.name}: the same status`)
+    t.equal(essence(plain), essence(sdk), `${params.name}: the same media type`)
+    t.same(await plain.json(), await sdk.json(), `${params.name}: the same answer`)
+  }
+})

@@ -5,6 +5,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   ResourceNotFoundError,
+  SERVER_INFO_META_KEY,
   type AuthInfo,
   type ServerContext
 } from '@modelcontextprotocol/server'
@@ -12,14 +13,15 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/
 import { toWebRequest } from '@modelcontextprotocol/node'
 import { VERSION } from '../../lib/root.js'
 import type { Principal } from '../auth/access-state.js'
-import { plainSessionCall } from './fast-call.js'
+import { plainSessionCall, plainStatelessCall, type PlainCall } from './fast-call.js'
 import { createRegistry, type Registry, type ToolResult } from './registry.js'
-import { speaksStateless } from './revisions.js'
+import { statelessRoute, type StatelessRoute } from './revisions.js'
 import { GatewayServer } from './server.js'
 import { createSessions } from './sessions.js'
 
 export { PROTOCOL_REVISIONS, SESSION_REVISION, STATELESS_REVISION } from './revisions.js'
 export const SERVER_NAME = 'marketplace-gateway'
+const SERVER_INFO = { name: SERVER_NAME, title: 'Marketplace gateway', version: VERSION }
 
 const INSTRUCTIONS =
   "Acts on one tenant of the accounting system as an installed marketplace app. Send the install's access token " +
@@ -47,7 +49,7 @@ declare module 'fastify' {
   }
 }
 
-const STATELESS = Symbol('for the stateless MCP revision')
+const ROUTE = Symbol('the stateless route of an MCP request; null for a 2025-11-25 one')
 
 const principalOf = (ctx: ServerContext): Principal | null =>
   (ctx.http?.authInfo?.extra?.principal as Principal | undefined) ?? null
@@ -93,7 +95,7 @@ export default fp(
 
     function newServer (): GatewayServer {
       const server = new GatewayServer(
-        { name: SERVER_NAME, title: 'Marketplace gateway', version: VERSION },
+        SERVER_INFO,
         {
           capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
           instructions: INSTRUCTIONS,
@@ -137,21 +139,46 @@ export default fp(
       await stateless.close()
     })
 
-    function isStateless (request: FastifyRequest): boolean {
-      const marked = request as FastifyRequest & { [STATELESS]?: boolean }
-      marked[STATELESS] ??= speaksStateless({
+    function routeOf (request: FastifyRequest): StatelessRoute | null {
+      const marked = request as FastifyRequest & { [ROUTE]?: StatelessRoute | null }
+      marked[ROUTE] ??= statelessRoute({
         httpMethod: request.method,
         body: request.body,
         header: name => {
           const v = request.headers[name]
           return typeof v === 'string' ? v : undefined
         }
-      })
-      return marked[STATELESS]
+      }) ?? null
+      return marked[ROUTE]
+    }
+
+    /** Answers a vetted call as the SDK would, as JSON; `stateless` adds what 2026-07-28 puts on every result. */
+    async function answerPlain (reply: FastifyReply, call: PlainCall, principal: Principal | null, stateless: boolean) {
+      let answer: Record<string, unknown>
+      try {
+        const result = await callTool(call.name, call.args, principal)
+        answer = {
+          jsonrpc: '2.0',
+          id: call.id,
+          result: stateless
+            ? { ...result, resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: SERVER_INFO } }
+            : result
+        }
+      } catch (err) {
+        if (!(err instanceof ProtocolError)) throw err
+        answer = { jsonrpc: '2.0', id: call.id, error: { code: err.code, message: err.message } }
+      }
+      await reply.type('application/json').send(answer)
     }
 
     async function handle (request: FastifyRequest, reply: FastifyReply, principal: Principal | null) {
-      if (isStateless(request)) {
+      const route = routeOf(request)
+      if (route) {
+        const call = plainStatelessCall(request, route)
+        if (call) {
+          await answerPlain(reply, call, principal, true)
+          return undefined
+        }
         const response = await stateless.fetch(await toWebRequest(request.raw, request.body), {
           parsedBody: request.body,
           ...(principal && { authInfo: authInfoOf(principal) })
@@ -165,14 +192,7 @@ export default fp(
       const { session, opened } = resolved
       const call = plainSessionCall(request)
       if (call) {
-        try {
-          await reply.type('application/json')
-            .send({ jsonrpc: '2.0', id: call.id, result: await callTool(call.name, call.args, principal) })
-        } catch (err) {
-          if (!(err instanceof ProtocolError)) throw err
-          await reply.type('application/json')
-            .send({ jsonrpc: '2.0', id: call.id, error: { code: err.code, message: err.message } })
-        }
+        await answerPlain(reply, call, principal, false)
         return undefined
       }
       await sessions.serve(session, request, reply, principal)
@@ -188,7 +208,7 @@ export default fp(
       tools: registry.tools,
       resources,
       activeSessions: sessions.size,
-      isStateless,
+      isStateless: (request: FastifyRequest) => routeOf(request) !== null,
       handle
     })
   },

@@ -1,4 +1,9 @@
-import { classifyInboundRequest, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server'
+import {
+  classifyInboundRequest,
+  PROTOCOL_VERSION_META_KEY,
+  type InboundLadderRejection,
+  type InboundModernRoute
+} from '@modelcontextprotocol/server'
 
 /** The revision with sessions (initialize, Mcp-Session-Id), the one contract section 7 first named. */
 export const SESSION_REVISION = '2025-11-25'
@@ -13,27 +18,31 @@ export interface InboundMessage {
   header(name: 'mcp-protocol-version' | 'mcp-method' | 'mcp-name'): string | undefined
 }
 
+/** How the SDK classified a request for the stateless revision: served, or refused on its behalf. */
+export type StatelessRoute = InboundModernRoute | InboundLadderRejection
+
 /**
- * Whether a request is for the stateless revision's handler: one that speaks it, or that the SDK refuses on its
- * behalf (a malformed envelope, headers that disagree with the body, a revision it does not serve). Only a request
- * that claims a modern revision, in `params._meta` or in the MCP-Protocol-Version header, can be one, so every
- * 2025-11-25 request is answered by this cheap test; the others are classified by the SDK itself, which owns the
- * edge cases (an `initialize` is a handshake unless its envelope names a modern revision), so the routing here
- * cannot disagree with the handler behind it.
+ * The route of a request for the stateless revision's handler: one that speaks it, or that the SDK refuses on its
+ * behalf (a malformed envelope, headers that disagree with the body, a revision it does not serve); undefined for
+ * a 2025-11-25 request. Only a request that claims a modern revision, in `params._meta` or in the
+ * MCP-Protocol-Version header, can be one, so every 2025-11-25 request is answered by this cheap test; the others
+ * are classified by the SDK itself, which owns the edge cases (an `initialize` is a handshake unless its envelope
+ * names a modern revision), so the routing here cannot disagree with the handler behind it.
  */
-export function speaksStateless (message: InboundMessage): boolean {
-  if (message.httpMethod !== 'POST') return false
+export function statelessRoute (message: InboundMessage): StatelessRoute | undefined {
+  if (message.httpMethod !== 'POST') return undefined
   const body = message.body as { params?: { _meta?: unknown } } | undefined
   const meta = body?.params?._meta
   const header = message.header('mcp-protocol-version')
   const claims = (typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META_KEY in meta) ||
     (header !== undefined && header.trim() >= STATELESS_REVISION)
-  if (!claims) return false
-  return classifyInboundRequest({
+  if (!claims) return undefined
+  const route = classifyInboundRequest({
     httpMethod: 'POST',
     body,
-    protocolVersionHeader: message.header('mcp-protocol-version'),
+    protocolVersionHeader: header,
     mcpMethodHeader: message.header('mcp-method'),
     mcpNameHeader: message.header('mcp-name')
-  }).kind !== 'legacy'
+  })
+  return route.kind === 'legacy' ? undefined : route
 }
