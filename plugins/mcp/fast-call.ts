@@ -6,7 +6,7 @@ import {
   PROTOCOL_VERSION_META_KEY,
   SUPPORTED_PROTOCOL_VERSIONS
 } from '@modelcontextprotocol/server'
-import { STATELESS_REVISION, type StatelessRoute } from './revisions.js'
+import { plainCallSpeaksStateless, STATELESS_REVISION } from './revisions.js'
 
 /**
  * `tools/call` is the hot path of both revisions, and the SDK's way through costs several times what the tool does:
@@ -60,19 +60,19 @@ export function plainSessionCall (request: FastifyRequest): PlainCall | undefine
 }
 
 /**
- * A plain `tools/call` on the stateless revision: a request the SDK's classifier has already taken for 2026-07-28
- * (so its envelope is valid), with only the envelope in `_meta`, and the headers the revision requires present and
- * equal to the body, byte for byte (the SDK also accepts them with surrounding spaces: it gets those).
+ * A plain `tools/call` on the stateless revision: only the envelope in `_meta`, the headers the revision requires
+ * present and equal to the body, byte for byte (the SDK also accepts them with surrounding spaces: it gets those),
+ * and an envelope the SDK's classifier takes for 2026-07-28 (revisions.ts).
  */
-export function plainStatelessCall (request: FastifyRequest, route: StatelessRoute): PlainCall | undefined {
-  if (route.kind !== 'modern' || route.messageKind !== 'request') return undefined
-  if (route.classification.revision !== STATELESS_REVISION) return undefined
-  const body = request.body as CallBody
-  const call = vet(body, STATELESS_PARAMS)
-  if (!call) return undefined
-  for (const key in body.params!._meta) if (!ENVELOPE_KEYS.has(key)) return undefined
+export function plainStatelessCall (request: FastifyRequest): PlainCall | undefined {
   const h = request.headers
   if (h['mcp-protocol-version'] !== STATELESS_REVISION || h['mcp-method'] !== 'tools/call') return undefined
-  if (h['mcp-name'] !== call.name || !isJsonContentType(h['content-type'] ?? null)) return undefined
-  return call
+  if (request.method !== 'POST' || !isJsonContentType(h['content-type'] ?? null)) return undefined
+  const body = request.body as CallBody
+  const call = vet(body, STATELESS_PARAMS)
+  if (!call || h['mcp-name'] !== call.name) return undefined
+  const meta = body.params!._meta
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return undefined
+  for (const key in meta) if (!ENVELOPE_KEYS.has(key)) return undefined
+  return plainCallSpeaksStateless(call.name, meta) ? call : undefined
 }

@@ -22,6 +22,11 @@ import { createSessions } from './sessions.js'
 export { PROTOCOL_REVISIONS, SESSION_REVISION, STATELESS_REVISION } from './revisions.js'
 export const SERVER_NAME = 'marketplace-gateway'
 const SERVER_INFO = { name: SERVER_NAME, title: 'Marketplace gateway', version: VERSION }
+/** What 2026-07-28 adds to every result: it is complete (no input required), and who answered it. */
+const STATELESS_RESULT = Object.freeze({
+  resultType: 'complete',
+  _meta: Object.freeze({ [SERVER_INFO_META_KEY]: SERVER_INFO })
+})
 
 const INSTRUCTIONS =
   "Acts on one tenant of the accounting system as an installed marketplace app. Send the install's access token " +
@@ -49,7 +54,9 @@ declare module 'fastify' {
   }
 }
 
-const ROUTE = Symbol('the stateless route of an MCP request; null for a 2025-11-25 one')
+const ROUTE = Symbol('how an MCP request is served')
+/** A plain stateless call, the stateless handler with the SDK's route, or null: a 2025-11-25 request. */
+type Routed = { plain: PlainCall } | { route: StatelessRoute } | null
 
 const principalOf = (ctx: ServerContext): Principal | null =>
   (ctx.http?.authInfo?.extra?.principal as Principal | undefined) ?? null
@@ -139,31 +146,36 @@ export default fp(
       await stateless.close()
     })
 
-    function routeOf (request: FastifyRequest): StatelessRoute | null {
-      const marked = request as FastifyRequest & { [ROUTE]?: StatelessRoute | null }
-      marked[ROUTE] ??= statelessRoute({
-        httpMethod: request.method,
-        body: request.body,
-        header: name => {
-          const v = request.headers[name]
-          return typeof v === 'string' ? v : undefined
-        }
-      }) ?? null
+    /** How a request is served, worked out once: the route asks before its rate limit. */
+    function routeOf (request: FastifyRequest): Routed {
+      const marked = request as FastifyRequest & { [ROUTE]?: Routed }
+      if (marked[ROUTE] !== undefined) return marked[ROUTE]
+      let routed: Routed = null
+      const plain = plainStatelessCall(request)
+      if (plain) {
+        routed = { plain }
+      } else {
+        const route = statelessRoute({
+          httpMethod: request.method,
+          body: request.body,
+          header: name => {
+            const v = request.headers[name]
+            return typeof v === 'string' ? v : undefined
+          }
+        })
+        if (route) routed = { route }
+      }
+      marked[ROUTE] = routed
       return marked[ROUTE]
     }
 
-    /** Answers a vetted call as the SDK would, as JSON; `stateless` adds what 2026-07-28 puts on every result. */
+    /** Answers a vetted call as the SDK would, as JSON; on the stateless revision with what it adds to results. */
     async function answerPlain (reply: FastifyReply, call: PlainCall, principal: Principal | null, stateless: boolean) {
       let answer: Record<string, unknown>
       try {
         const result = await callTool(call.name, call.args, principal)
-        answer = {
-          jsonrpc: '2.0',
-          id: call.id,
-          result: stateless
-            ? { ...result, resultType: 'complete', _meta: { [SERVER_INFO_META_KEY]: SERVER_INFO } }
-            : result
-        }
+        // The result is the dispatcher's own new object: adding to it costs less than copying it.
+        answer = { jsonrpc: '2.0', id: call.id, result: stateless ? Object.assign(result, STATELESS_RESULT) : result }
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err
         answer = { jsonrpc: '2.0', id: call.id, error: { code: err.code, message: err.message } }
@@ -172,13 +184,12 @@ export default fp(
     }
 
     async function handle (request: FastifyRequest, reply: FastifyReply, principal: Principal | null) {
-      const route = routeOf(request)
-      if (route) {
-        const call = plainStatelessCall(request, route)
-        if (call) {
-          await answerPlain(reply, call, principal, true)
-          return undefined
-        }
+      const routed = routeOf(request)
+      if (routed && 'plain' in routed) {
+        await answerPlain(reply, routed.plain, principal, true)
+        return undefined
+      }
+      if (routed) {
         const response = await stateless.fetch(await toWebRequest(request.raw, request.body), {
           parsedBody: request.body,
           ...(principal && { authInfo: authInfoOf(principal) })

@@ -46,3 +46,33 @@ export function statelessRoute (message: InboundMessage): StatelessRoute | undef
   })
   return route.kind === 'legacy' ? undefined : route
 }
+
+/** The SDK's verdicts on plain calls' envelopes, by tool name and envelope; cleared when full. */
+const verdicts = new Map<string, boolean>()
+const MAX_VERDICTS = 1_000
+
+/**
+ * Whether the SDK's classifier takes a plain `tools/call` of `name` carrying this `_meta` envelope, with the
+ * revision's headers equal to the body, for a request of the stateless revision it serves. It decides on the call
+ * itself: its verdict depends on the envelope, the method, the name and those headers, never on the id or the
+ * arguments, and a client sends the same envelope with every call, so the verdict is remembered. Classifying costs
+ * about a sixth of a whole call (zod, and the garbage it leaves: BENCHMARKS.md, issue 13).
+ */
+export function plainCallSpeaksStateless (name: string, meta: Record<string, unknown>): boolean {
+  const key = `${name}\n${JSON.stringify(meta)}`
+  let verdict = verdicts.get(key)
+  if (verdict === undefined) {
+    const route = classifyInboundRequest({
+      httpMethod: 'POST',
+      body: { jsonrpc: '2.0', id: 0, method: 'tools/call', params: { name, arguments: {}, _meta: meta } },
+      protocolVersionHeader: STATELESS_REVISION,
+      mcpMethodHeader: 'tools/call',
+      mcpNameHeader: name
+    })
+    verdict = route.kind === 'modern' && route.messageKind === 'request' &&
+      route.classification.revision === STATELESS_REVISION
+    if (verdicts.size >= MAX_VERDICTS) verdicts.clear()
+    verdicts.set(key, verdict)
+  }
+  return verdict
+}
