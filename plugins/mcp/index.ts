@@ -7,6 +7,8 @@ import {
   ResourceNotFoundError,
   SERVER_INFO_META_KEY,
   type AuthInfo,
+  type CallToolRequest,
+  type ReadResourceRequest,
   type ServerContext
 } from '@modelcontextprotocol/server'
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/server/validators/ajv'
@@ -100,6 +102,21 @@ export default fp(
       return result
     }
 
+    // The handlers every server gets, made once: a 2025-11-25 session keeps its server, so what a server holds of
+    // its own is memory per session (BENCHMARKS.md).
+    const listTools = async () => ({ tools: registry.described() })
+    const toolCall = async (req: CallToolRequest, ctx: ServerContext) =>
+      callTool(req.params.name, req.params.arguments, principalOf(ctx))
+    const listResources = async () => ({ resources: resourceList() })
+    // No templates, but the method is part of the resources capability: clients (the Inspector) call it.
+    const listResourceTemplates = async () => ({ resourceTemplates: [] })
+    const readResource = async (req: ReadResourceRequest) => {
+      const resource = resources.find(r => r.uri === req.params.uri)
+      // -32602 with data.uri on both revisions: the SDK's one code for a miss (2026-07-28 requires it).
+      if (!resource) throw new ResourceNotFoundError(req.params.uri)
+      return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: resource.read() }] }
+    }
+
     function newServer (): GatewayServer {
       const server = new GatewayServer(
         SERVER_INFO,
@@ -115,18 +132,11 @@ export default fp(
           }
         }
       )
-      server.setRequestHandler('tools/list', async () => ({ tools: registry.described() }))
-      server.setRequestHandler('tools/call', async (req, ctx) =>
-        callTool(req.params.name, req.params.arguments, principalOf(ctx)))
-      server.setRequestHandler('resources/list', async () => ({ resources: resourceList() }))
-      // No templates, but the method is part of the resources capability: clients (the Inspector) call it.
-      server.setRequestHandler('resources/templates/list', async () => ({ resourceTemplates: [] }))
-      server.setRequestHandler('resources/read', async req => {
-        const resource = resources.find(r => r.uri === req.params.uri)
-        // -32602 with data.uri on both revisions: the SDK's one code for a miss (2026-07-28 requires it).
-        if (!resource) throw new ResourceNotFoundError(req.params.uri)
-        return { contents: [{ uri: resource.uri, mimeType: resource.mimeType, text: resource.read() }] }
-      })
+      server.setRequestHandler('tools/list', listTools)
+      server.setRequestHandler('tools/call', toolCall)
+      server.setRequestHandler('resources/list', listResources)
+      server.setRequestHandler('resources/templates/list', listResourceTemplates)
+      server.setRequestHandler('resources/read', readResource)
       return server
     }
 

@@ -49,11 +49,11 @@ export function createSessions (opts: {
       installId: principal?.installId ?? null,
       lastSeen: Date.now(),
       transport: new NodeStreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
+        sessionIdGenerator: randomUUID,
         onsessioninitialized: id => {
           sessions.set(id, entry)
         },
-        onsessionclosed: id => close(id)
+        onsessionclosed: close
       })
     }
     entry.transport.onclose = () => {
