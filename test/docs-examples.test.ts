@@ -95,7 +95,7 @@ t.test('docs/webhooks.md: subscribe, and the local loop with a real receiver', a
   t.match(out, /^invoice\.paid evt_\S+ \{"invoice_id":"inv_sample"/m, '5. the receiver verified and printed it')
 })
 
-t.test('docs/mcp.md: the client snippet calls whoami and exits', async t => {
+t.test('docs/mcp.md: the client snippet finds the stateless revision, calls whoami and exits', async t => {
   const app = await build(t)
   const base = await app.listen({ port: 0, host: '127.0.0.1' })
   const i = await install(app)
@@ -106,7 +106,9 @@ t.test('docs/mcp.md: the client snippet calls whoami and exits', async t => {
     ACCESS_TOKEN: i.accessToken
   }, 30_000)
   t.equal(ran.code, 0, `exits by itself: ${ran.stderr.slice(-500)}`)
-  const result = JSON.parse(ran.stdout) as { content: Array<{ text: string }> }
+  const [era, json] = ran.stdout.trim().split('\n')
+  t.equal(era, 'modern', 'the SDK 2.x client found the stateless revision')
+  const result = JSON.parse(json ?? '') as { content: Array<{ text: string }> }
   t.match(JSON.parse(result.content[0]!.text), { install_id: i.installId, client_id: i.clientId })
 })
 
