@@ -112,6 +112,24 @@ t.test('the SDK 2.x client, pinned to 2026-07-28: discover, tools = catalog, who
 
   const health = (await (await fetch(`${base}/health`)).json()) as { active_sessions: number }
   t.equal(health.active_sessions, 0, 'stateless requests open no session')
+
+  const card = (await (await fetch(`${base}/.well-known/agent-card.json`)).json()) as any
+  t.same(card.capabilities.extensions.map((e: { uri: string }) => e.uri), [
+    'https://modelcontextprotocol.io/specification/2025-11-25',
+    `https://modelcontextprotocol.io/specification/${REVISION}`
+  ], 'the agent card names both revisions')
+  t.same(card.skills.map((s: { id: string }) => s.id), tools.map(tool => tool.name), 'and the same tools')
+
+  // Nothing here ever changes, so a subscription stream acknowledges and ends at once instead of staying open.
+  const listen = await rawCall(base, i.accessToken, 'subscriptions/listen', {
+    notifications: { toolsListChanged: true, resourcesListChanged: true }
+  })
+  t.equal(listen.status, 200)
+  const frames = (await listen.text()).split('\n').filter(l => l.startsWith('data: ')).map(l => JSON.parse(l.slice(6)))
+  t.match(frames, [
+    { method: 'notifications/subscriptions/acknowledged', params: { notifications: {} } },
+    { id: 1, result: { resultType: 'complete' } }
+  ], 'subscriptions/listen: acknowledged with nothing to send, then complete')
 })
 
 t.test('the same checks as 2025-11-25: scopes, tenant, no token, a bad token, anonymous', async t => {
@@ -263,6 +281,55 @@ t.test('rate limit: 60 stateless requests a minute per install, then 429; other 
   const other = await rawCall(base, j.accessToken, 'tools/list')
   t.equal(other.status, 200, 'another install has its own budget')
   await other.text()
+  const badToken = await rawCall(base, 'not.a.token', 'tools/list')
+  t.equal(badToken.status, 401, 'a bad token is refused as such, not counted against anyone')
+  await badToken.text()
+
+  // The install's 2025-11-25 sessions keep their own budget.
+  const init = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: {
+      accept: 'application/json, text/event-stream',
+      'content-type': 'application/json',
+      ...bearer(i.accessToken)
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } }
+    })
+  })
+  t.equal(init.status, 200, 'a session opens for the same install')
+  await init.text()
+  const ping = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: {
+      accept: 'application/json, text/event-stream',
+      'content-type': 'application/json',
+      'mcp-session-id': init.headers.get('mcp-session-id')!,
+      'mcp-protocol-version': '2025-11-25',
+      ...bearer(i.accessToken)
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' })
+  })
+  t.equal(ping.status, 200, 'and is served: the stateless budget is not the session budget')
+  await ping.text()
+})
+
+t.test('rate limit: stateless requests without a token count per client IP', async t => {
+  const { app, base } = await serve(t, { MCP_ALLOW_ANONYMOUS: 'true', MCP_RATE_LIMIT_SESSION: '3' })
+  const i = await install(app)
+  const statuses = []
+  for (let n = 0; n < 4; n++) {
+    const res = await rawCall(base, undefined, 'tools/list')
+    statuses.push(res.status)
+    await res.text()
+  }
+  t.same(statuses, [200, 200, 200, 429], 'three a minute from one IP, then 429')
+  const withToken = await rawCall(base, i.accessToken, 'tools/list')
+  t.equal(withToken.status, 200, 'an install from the same IP has its own budget')
+  await withToken.text()
 })
 
 t.test('two instances on one Postgres: the SDK 2.x client alternating between them', { skip: postgres }, async t => {
@@ -278,6 +345,7 @@ t.test('two instances on one Postgres: the SDK 2.x client alternating between th
     return fetch(`${target}${u.pathname}${u.search}`, init)
   }
   const client = await statelessClient(t, `${a.base}/mcp`, i.accessToken, alternate)
+  t.same(client.getDiscoverResult()?.supportedVersions, [REVISION], 'discovered through one instance')
   const { tools } = await client.listTools()
   t.ok(tools.some(tool => tool.name === 'whoami'))
   const me = await a.app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(i.accessToken) })
@@ -298,8 +366,9 @@ t.test('two instances on one Postgres: the SDK 2.x client alternating between th
 t.test('a plain stateless tools/call and the SDK answer alike', async t => {
   const { app, base } = await serve(t)
   const i = await install(app)
-  // Only the envelope in _meta: answered by the plain path. A progress token beside it: by the SDK's server.
-  const call = (params: Record<string, unknown>, meta: Record<string, unknown>) =>
+  // Only the envelope in _meta: the plain path. A progress token beside it: the SDK's server.
+  type Params = Record<string, unknown>
+  const call = (params: Params, meta: Params, extra: Params = {}) =>
     fetch(`${base}/mcp`, {
       method: 'POST',
       headers: {
@@ -310,20 +379,64 @@ t.test('a plain stateless tools/call and the SDK answer alike', async t => {
         'mcp-name': String(params.name),
         ...bearer(i.accessToken)
       },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { ...params, _meta: meta } })
+      body: JSON.stringify({
+        jsonrpc: '2.0', id: 7, method: 'tools/call', params: { ...params, _meta: meta }, ...extra
+      })
     })
   const essence = (res: Response) => res.headers.get('content-type')?.split(';')[0]
+  // Which path answered shows in one byte-level detail: Fastify's JSON says its charset, the SDK's Response does not.
+  const answeredBy = (res: Response) => res.headers.get('content-type') === 'application/json' ? 'sdk' : 'plain'
+  const subscriptions = async () => (await app.inject({
+    method: 'GET',
+    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
+    headers: bearer(i.accessToken)
+  })).json().subscriptions.length
+  const target = { topics: ['invoice.paid'], target_url: 'https://hooks.example.com/plain' }
   for (const params of [
     { name: 'whoami', arguments: {} },
     { name: 'list_webhook_topics' },
     { name: 'no_such_tool', arguments: {} },
-    { name: 'create_webhook_subscription', arguments: { topics: ['invoice.paid'], target_url: 'https://x.example/\u0000' } },
+    { name: 'create_webhook_subscription', arguments: { ...target, target_url: 'https://x.example/\u0000' } },
     { name: 'delete_webhook_subscription', arguments: { nope: 1 } }
   ]) {
     const plain = await call(params, ENVELOPE)
-    const sdk = await call(params, { ...ENVELOPE, progressToken: 'p' })
-    t.equal(plain.status, sdk.status, `${params.name}: the same status`)
-    t.equal(essence(plain), essence(sdk), `${params.name}: the same media type`)
-    t.same(await plain.json(), await sdk.json(), `${params.name}: the same answer`)
+    t.equal(answeredBy(plain), 'plain', `${params.name}: the plain path answered`)
+    const viaSdk = await call(params, { ...ENVELOPE, progressToken: 'p' })
+    t.equal(answeredBy(viaSdk), 'sdk', `${params.name}: the SDK answered`)
+    t.equal(plain.status, viaSdk.status, `${params.name}: the same status`)
+    t.equal(essence(plain), essence(viaSdk), `${params.name}: the same media type`)
+    t.strictSame(await plain.json(), await viaSdk.json(), `${params.name}: the same answer`)
   }
+
+  // What the SDK's JSON-RPC schema refuses never runs a tool: a fractional or unsafe id, a member beside the four.
+  for (const [what, extra] of [
+    ['a fractional id', { id: 1.5 }],
+    ['an id past 2^53', { id: 2 ** 53 }],
+    ['a member beside jsonrpc, id, method and params', { foo: 1 }],
+    ['a result beside the call', { result: {} }]
+  ] as const) {
+    const res = await call({ name: 'create_webhook_subscription', arguments: target }, ENVELOPE, extra)
+    t.equal(res.status, 400, `${what}: 400`)
+    t.match(await res.json(), { error: { code: -32600 } }, `${what}: invalid request`)
+  }
+  // An Mcp-Name of the encoded form is the SDK's to decode and compare.
+  const encoded = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'mcp-protocol-version': REVISION,
+      'mcp-method': 'tools/call',
+      'mcp-name': '=?base64?d2hvYW1p?=',
+      ...bearer(i.accessToken)
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 8,
+      method: 'tools/call',
+      params: { name: '=?base64?d2hvYW1p?=', _meta: ENVELOPE }
+    })
+  })
+  t.equal(encoded.status, 400, 'an encoded name that decodes to another: the SDK refuses it')
+  t.match(await encoded.json(), { error: { code: -32020 } })
+  t.equal(await subscriptions(), 0, 'no subscription was made by a refused call')
 })

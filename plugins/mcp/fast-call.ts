@@ -29,16 +29,23 @@ type CallBody = {
   params?: { name?: unknown, arguments?: unknown, _meta?: Record<string, unknown> }
 }
 
-/** The call's id, name and arguments when its params hold nothing but `allowed` keys and are well-formed. */
+/** What the SDK's JSON-RPC request schema allows at the top: nothing more. */
+const MESSAGE_KEYS = new Set(['jsonrpc', 'id', 'method', 'params'])
+
+/**
+ * The call's id, name and arguments when it is a JSON-RPC request as the SDK's schema has it (no other member; an
+ * id that is a string or a safe integer) and its params hold nothing but `allowed` keys, well-formed.
+ */
 function vet (body: CallBody, allowed: ReadonlySet<string>): PlainCall | undefined {
   if (body.jsonrpc !== '2.0' || body.method !== 'tools/call') return undefined
-  if (typeof body.id !== 'string' && typeof body.id !== 'number') return undefined
+  if (typeof body.id !== 'string' && !Number.isSafeInteger(body.id)) return undefined
+  for (const key in body) if (!MESSAGE_KEYS.has(key)) return undefined
   const params = body.params
   if (typeof params?.name !== 'string') return undefined
   for (const key in params) if (!allowed.has(key)) return undefined
   const args = params.arguments
   if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) return undefined
-  return { id: body.id, name: params.name, args }
+  return { id: body.id as string | number, name: params.name, args }
 }
 
 const SESSION_PARAMS = new Set(['name', 'arguments'])
@@ -61,8 +68,9 @@ export function plainSessionCall (request: FastifyRequest): PlainCall | undefine
 
 /**
  * A plain `tools/call` on the stateless revision: only the envelope in `_meta`, the headers the revision requires
- * present and equal to the body, byte for byte (the SDK also accepts them with surrounding spaces: it gets those),
- * and an envelope the SDK's classifier takes for 2026-07-28 (revisions.ts).
+ * present and equal to the body, byte for byte (the SDK also accepts them with surrounding spaces, and a name
+ * encoded as `=?base64?…?=`: it gets those), and an envelope the SDK's classifier takes for 2026-07-28
+ * (revisions.ts).
  */
 export function plainStatelessCall (request: FastifyRequest): PlainCall | undefined {
   const h = request.headers
@@ -70,7 +78,7 @@ export function plainStatelessCall (request: FastifyRequest): PlainCall | undefi
   if (request.method !== 'POST' || !isJsonContentType(h['content-type'] ?? null)) return undefined
   const body = request.body as CallBody
   const call = vet(body, STATELESS_PARAMS)
-  if (!call || h['mcp-name'] !== call.name) return undefined
+  if (!call || h['mcp-name'] !== call.name || call.name.startsWith('=?')) return undefined
   const meta = body.params!._meta
   if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return undefined
   for (const key in meta) if (!ENVELOPE_KEYS.has(key)) return undefined

@@ -16,8 +16,8 @@ import { toWebRequest } from '@modelcontextprotocol/node'
 import { VERSION } from '../../lib/root.js'
 import type { Principal } from '../auth/access-state.js'
 import { plainSessionCall, plainStatelessCall, type PlainCall } from './fast-call.js'
-import { createRegistry, type Registry, type ToolResult } from './registry.js'
-import { statelessRoute, type StatelessRoute } from './revisions.js'
+import { createRegistry, describeResource, type Registry, type ToolResult } from './registry.js'
+import { speaksStateless } from './revisions.js'
 import { GatewayServer } from './server.js'
 import { createSessions } from './sessions.js'
 
@@ -57,8 +57,8 @@ declare module 'fastify' {
 }
 
 const ROUTE = Symbol('how an MCP request is served')
-/** A plain stateless call, the stateless handler with the SDK's route, or null: a 2025-11-25 request. */
-type Routed = { plain: PlainCall } | { route: StatelessRoute } | null
+/** A plain stateless call, one for the SDK's stateless handler, or null: a 2025-11-25 request. */
+type Routed = { plain: PlainCall } | 'stateless' | null
 
 const principalOf = (ctx: ServerContext): Principal | null =>
   (ctx.http?.authInfo?.extra?.principal as Principal | undefined) ?? null
@@ -85,8 +85,6 @@ export default fp(
   async app => {
     const registry = createRegistry()
     const { resources, dispatch } = registry
-    const resourceList = () =>
-      resources.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType }))
     // One validator for every server: an Ajv instance per server would cost more than the server itself.
     const jsonSchemaValidator = new AjvJsonSchemaValidator()
 
@@ -97,7 +95,14 @@ export default fp(
         throw new ProtocolError(ProtocolErrorCode.InvalidParams,
           'Invalid params: params.arguments must not contain NUL characters.')
       }
-      const result = await dispatch(name, args, principal)
+      let result: ToolResult | undefined
+      try {
+        result = await dispatch(name, args, principal)
+      } catch (err) {
+        // What the catalog does not know is a bug here, not the caller's: said without its text, on both paths.
+        app.log.error({ err, tool: name }, 'mcp: tool failed')
+        throw new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error.')
+      }
       if (!result) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`)
       return result
     }
@@ -107,7 +112,7 @@ export default fp(
     const listTools = async () => ({ tools: registry.described() })
     const toolCall = async (req: CallToolRequest, ctx: ServerContext) =>
       callTool(req.params.name, req.params.arguments, principalOf(ctx))
-    const listResources = async () => ({ resources: resourceList() })
+    const listResources = async () => ({ resources: resources.map(describeResource) })
     // No templates, but the method is part of the resources capability: clients (the Inspector) call it.
     const listResourceTemplates = async () => ({ resourceTemplates: [] })
     const readResource = async (req: ReadResourceRequest) => {
@@ -146,36 +151,30 @@ export default fp(
       authInfo: authInfoOf
     })
     // Strict: 2025-era requests never reach it (they go to the sessions), so it serves 2026-07-28 alone.
-    const stateless = createMcpHandler(() => newServer(), {
+    const statelessHandler = createMcpHandler(() => newServer(), {
       legacy: 'reject',
       onerror: err => app.log.debug({ err }, 'mcp: stateless request refused')
     })
     // preClose, not onClose: an open GET event stream would otherwise keep the server from closing.
     app.addHook('preClose', async () => {
       await sessions.closeAll()
-      await stateless.close()
+      await statelessHandler.close()
     })
 
     /** How a request is served, worked out once: the route asks before its rate limit. */
     function routeOf (request: FastifyRequest): Routed {
       const marked = request as FastifyRequest & { [ROUTE]?: Routed }
       if (marked[ROUTE] !== undefined) return marked[ROUTE]
-      let routed: Routed = null
       const plain = plainStatelessCall(request)
-      if (plain) {
-        routed = { plain }
-      } else {
-        const route = statelessRoute({
-          httpMethod: request.method,
-          body: request.body,
-          header: name => {
-            const v = request.headers[name]
-            return typeof v === 'string' ? v : undefined
-          }
-        })
-        if (route) routed = { route }
-      }
-      marked[ROUTE] = routed
+      const stateless = !plain && speaksStateless({
+        httpMethod: request.method,
+        body: request.body,
+        header: name => {
+          const v = request.headers[name]
+          return typeof v === 'string' ? v : undefined
+        }
+      })
+      marked[ROUTE] = plain ? { plain } : stateless ? 'stateless' : null
       return marked[ROUTE]
     }
 
@@ -195,16 +194,16 @@ export default fp(
 
     async function handle (request: FastifyRequest, reply: FastifyReply, principal: Principal | null) {
       const routed = routeOf(request)
-      if (routed && 'plain' in routed) {
-        await answerPlain(reply, routed.plain, principal, true)
-        return undefined
-      }
-      if (routed) {
-        const response = await stateless.fetch(await toWebRequest(request.raw, request.body), {
+      if (routed === 'stateless') {
+        const response = await statelessHandler.fetch(await toWebRequest(request.raw, request.body), {
           parsedBody: request.body,
           ...(principal && { authInfo: authInfoOf(principal) })
         })
         await reply.send(response)
+        return undefined
+      }
+      if (routed) {
+        await answerPlain(reply, routed.plain, principal, true)
         return undefined
       }
 

@@ -85,6 +85,10 @@ export function describeTool (t: ToolDefinition) {
   }
 }
 
+/** What resources/list answers and /catalog.json lists. */
+export const describeResource = ({ uri, name, description, mimeType }: Resource) =>
+  ({ uri, name, description, mimeType })
+
 /**
  * A tool error carries the REST error body as text only: clients check `structuredContent` against the tool's
  * output schema even on errors, so an error body there would turn every tool error into a protocol error.

@@ -1,9 +1,4 @@
-import {
-  classifyInboundRequest,
-  PROTOCOL_VERSION_META_KEY,
-  type InboundLadderRejection,
-  type InboundModernRoute
-} from '@modelcontextprotocol/server'
+import { classifyInboundRequest, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server'
 
 /** The revision with sessions (initialize, Mcp-Session-Id), the one contract section 7 first named. */
 export const SESSION_REVISION = '2025-11-25'
@@ -18,45 +13,44 @@ export interface InboundMessage {
   header(name: 'mcp-protocol-version' | 'mcp-method' | 'mcp-name'): string | undefined
 }
 
-/** How the SDK classified a request for the stateless revision: served, or refused on its behalf. */
-export type StatelessRoute = InboundModernRoute | InboundLadderRejection
-
 /**
- * The route of a request for the stateless revision's handler: one that speaks it, or that the SDK refuses on its
- * behalf (a malformed envelope, headers that disagree with the body, a revision it does not serve); undefined for
- * a 2025-11-25 request. Only a request that claims a modern revision, in `params._meta` or in the
- * MCP-Protocol-Version header, can be one, so every 2025-11-25 request is answered by this cheap test; the others
- * are classified by the SDK itself, which owns the edge cases (an `initialize` is a handshake unless its envelope
- * names a modern revision), so the routing here cannot disagree with the handler behind it.
+ * Whether a request is for the stateless revision's handler: one that speaks it, or that the SDK refuses on its
+ * behalf (a malformed envelope, headers that disagree with the body, a revision it does not serve). Only a request
+ * that claims a modern revision, in `params._meta` or in the MCP-Protocol-Version header, can be one, so every
+ * 2025-11-25 request is answered by this cheap test; the others are classified by the SDK itself, which owns the
+ * edge cases (an `initialize` is a handshake unless its envelope names a modern revision), so the routing here
+ * cannot disagree with the handler behind it.
  */
-export function statelessRoute (message: InboundMessage): StatelessRoute | undefined {
-  if (message.httpMethod !== 'POST') return undefined
+export function speaksStateless (message: InboundMessage): boolean {
+  if (message.httpMethod !== 'POST') return false
   const body = message.body as { params?: { _meta?: unknown } } | undefined
   const meta = body?.params?._meta
   const header = message.header('mcp-protocol-version')
   const claims = (typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META_KEY in meta) ||
     (header !== undefined && header.trim() >= STATELESS_REVISION)
-  if (!claims) return undefined
-  const route = classifyInboundRequest({
+  if (!claims) return false
+  return classifyInboundRequest({
     httpMethod: 'POST',
     body,
     protocolVersionHeader: header,
     mcpMethodHeader: message.header('mcp-method'),
     mcpNameHeader: message.header('mcp-name')
-  })
-  return route.kind === 'legacy' ? undefined : route
+  }).kind !== 'legacy'
 }
 
-/** The SDK's verdicts on plain calls' envelopes, by tool name and envelope; cleared when full. */
+/** The SDK's verdicts on plain calls' envelopes, by tool name and envelope, oldest out. */
 const verdicts = new Map<string, boolean>()
 const MAX_VERDICTS = 1_000
+/** Longer keys are classified every time, not kept: an envelope is a few hundred bytes, a caller's choice. */
+const MAX_KEY_LENGTH = 1_024
 
 /**
  * Whether the SDK's classifier takes a plain `tools/call` of `name` carrying this `_meta` envelope, with the
- * revision's headers equal to the body, for a request of the stateless revision it serves. It decides on the call
- * itself: its verdict depends on the envelope, the method, the name and those headers, never on the id or the
- * arguments, and a client sends the same envelope with every call, so the verdict is remembered. Classifying costs
- * about a sixth of a whole call (zod, and the garbage it leaves: BENCHMARKS.md, issue 13).
+ * revision's headers equal to the body, for a request of the stateless revision it serves. It decides on such a
+ * call itself; its verdict depends on the envelope, the method, the name and those headers, not on which id (any
+ * string or safe integer: fast-call.ts has checked) or which arguments object, and a client sends the same envelope
+ * with every call, so the verdict is remembered. Classifying costs about a sixth of a whole call (zod, and the
+ * garbage it leaves: BENCHMARKS.md, issue 13).
  */
 export function plainCallSpeaksStateless (name: string, meta: Record<string, unknown>): boolean {
   const key = `${name}\n${JSON.stringify(meta)}`
@@ -71,8 +65,10 @@ export function plainCallSpeaksStateless (name: string, meta: Record<string, unk
     })
     verdict = route.kind === 'modern' && route.messageKind === 'request' &&
       route.classification.revision === STATELESS_REVISION
-    if (verdicts.size >= MAX_VERDICTS) verdicts.clear()
-    verdicts.set(key, verdict)
+    if (key.length <= MAX_KEY_LENGTH) {
+      if (verdicts.size >= MAX_VERDICTS) verdicts.delete(verdicts.keys().next().value!)
+      verdicts.set(key, verdict)
+    }
   }
   return verdict
 }

@@ -4,7 +4,7 @@ import { anyOrigin, preflight } from '../../lib/open-cors.js'
 import { knownResources } from '../../plugins/auth/tokens.js'
 import { WIRED_SCOPES } from '../../lib/scopes.js'
 import { PROTOCOL_REVISIONS, SERVER_NAME, SESSION_REVISION } from '../../plugins/mcp/index.js'
-import { describeTool } from '../../plugins/mcp/registry.js'
+import { describeResource, describeTool } from '../../plugins/mcp/registry.js'
 import { Catalog } from '../../schemas/mcp.js'
 
 const DESCRIPTION =
@@ -27,7 +27,7 @@ const catalog: FastifyPluginAsyncTypebox = async app => {
     protocol: { name: 'mcp' as const, revision: SESSION_REVISION, revisions: [...PROTOCOL_REVISIONS] },
     endpoint,
     tools: app.mcp.tools.map(t => ({ ...describeTool(t), requiredScopes: t.requiredScopes })),
-    resources: app.mcp.resources.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType }))
+    resources: app.mcp.resources.map(describeResource)
   }))
 
   const agentCard = () => ({
