@@ -23,7 +23,8 @@ function cli (args: string[], env: Record<string, string | undefined> = {}): Pro
     let stderr = ''
     child.stdout.on('data', d => { stdout += d })
     child.stderr.on('data', d => { stderr += d })
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+    // Only a bound on a stuck command: a dozen of them start at once, each compiling the sources with tsx.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
     child.on('exit', code => {
       clearTimeout(timer)
       resolve({ code, stdout, stderr })

@@ -2,10 +2,13 @@ import { mkdirSync } from 'node:fs'
 import { PGlite } from '@electric-sql/pglite'
 import type { Db, Queryable } from './types.js'
 
-/** PGlite: Postgres compiled to WebAssembly, in this process, on one connection. Notifications never drop. */
-export async function createEmbedded (dataDir: string): Promise<Db> {
+/**
+ * PGlite: Postgres compiled to WebAssembly, in this process, on one connection. Notifications never drop. With a
+ * snapshot (a `dumpDataDir` of another), it starts from that instead of an empty cluster.
+ */
+export async function createEmbedded (dataDir: string, snapshot?: Blob): Promise<Db> {
   if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true })
-  const pglite = await PGlite.create(dataDir)
+  const pglite = await PGlite.create(dataDir, snapshot ? { loadDataDir: snapshot } : {})
   const queryable = (q: Pick<PGlite, 'query'>): Queryable => ({
     async query<T> (sql: string, params?: unknown[]) {
       const res = await q.query<T>(sql, params)

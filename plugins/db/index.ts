@@ -45,12 +45,12 @@ export default fp(
  * password masked, and the cause.
  */
 export async function openDb (
-  config: Pick<Config, 'databaseUrl' | 'embeddedDataDir' | 'databaseStartupWaitSeconds'>,
+  config: Pick<Config, 'databaseUrl' | 'embeddedDataDir' | 'embeddedSnapshot' | 'databaseStartupWaitSeconds'>,
   log: FastifyBaseLogger,
   opts: PostgresOptions = {}
 ): Promise<Db> {
   const url = config.databaseUrl
-  if (!url) return createEmbedded(config.embeddedDataDir)
+  if (!url) return createEmbedded(config.embeddedDataDir, config.embeddedSnapshot)
   const deadline = Date.now() + config.databaseStartupWaitSeconds * 1000
   for (let attempt = 1; ; attempt++) {
     try {

@@ -177,8 +177,9 @@ export async function startService (t: Test, env: Record<string, string>): Promi
     rmSync(dataDir, { recursive: true, force: true })
   })
   const base = `http://127.0.0.1:${port}`
+  // Generous: it compiles the sources with tsx first, and a loaded 2-core machine took over 30 s.
   await eventually(async () => (await fetch(`${base}/health/ready`).catch(() => undefined))?.status === 200, {
-    timeout: 30_000,
+    timeout: 90_000,
     what: 'the service to be ready'
   }).catch(err => { throw new Error(`${err.message}; it wrote: ${out}`) })
   return { base, child, exited, output: () => out }
