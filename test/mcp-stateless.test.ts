@@ -62,6 +62,18 @@ function rawCall (
   })
 }
 
+/** The 2025 handshake over raw HTTP, asking for `revision`. */
+const initialize = (base: string, token: string, revision: string) => fetch(`${base}/mcp`, {
+  method: 'POST',
+  headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...bearer(token) },
+  body: JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: 'raw', version: '1' } }
+  })
+})
+
 const structured = (result: unknown) => (result as { structuredContent: Record<string, unknown> }).structuredContent
 
 t.test('the SDK 2.x client, pinned to 2026-07-28: discover, tools = catalog, whoami = /me, webhook tools', async t => {
@@ -227,20 +239,7 @@ t.test('version negotiation: what each kind of client gets', async t => {
 
   // initialize is the 2025 handshake, whatever revision it asks for: a session on the newest session revision.
   for (const asked of [REVISION, '2099-01-01', '2025-06-18']) {
-    const res = await fetch(`${base}/mcp`, {
-      method: 'POST',
-      headers: {
-        accept: 'application/json, text/event-stream',
-        'content-type': 'application/json',
-        ...bearer(i.accessToken)
-      },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: asked, capabilities: {}, clientInfo: { name: 'raw', version: '1' } }
-      })
-    })
+    const res = await initialize(base, i.accessToken, asked)
     t.equal(res.status, 200)
     t.ok(res.headers.get('mcp-session-id'), `initialize asking for ${asked} opens a session`)
     const text = await res.text()
@@ -286,20 +285,7 @@ t.test('rate limit: 60 stateless requests a minute per install, then 429; other 
   await badToken.text()
 
   // The install's 2025-11-25 sessions keep their own budget.
-  const init = await fetch(`${base}/mcp`, {
-    method: 'POST',
-    headers: {
-      accept: 'application/json, text/event-stream',
-      'content-type': 'application/json',
-      ...bearer(i.accessToken)
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } }
-    })
-  })
+  const init = await initialize(base, i.accessToken, '2025-11-25')
   t.equal(init.status, 200, 'a session opens for the same install')
   await init.text()
   const ping = await fetch(`${base}/mcp`, {
