@@ -166,14 +166,7 @@ export default fp(
       const marked = request as FastifyRequest & { [ROUTE]?: Routed }
       if (marked[ROUTE] !== undefined) return marked[ROUTE]
       const plain = plainStatelessCall(request)
-      const stateless = !plain && speaksStateless({
-        httpMethod: request.method,
-        body: request.body,
-        header: name => {
-          const v = request.headers[name]
-          return typeof v === 'string' ? v : undefined
-        }
-      })
+      const stateless = !plain && speaksStateless(request.method, request.body, request.headers)
       marked[ROUTE] = plain ? { plain } : stateless ? 'stateless' : null
       return marked[ROUTE]
     }

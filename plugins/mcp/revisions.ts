@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import { classifyInboundRequest, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server'
 
 /** The revision with sessions (initialize, Mcp-Session-Id), the one contract section 7 first named. */
@@ -7,12 +8,6 @@ export const STATELESS_REVISION = '2026-07-28'
 /** Both, oldest first: what /catalog.json and the agent card state. */
 export const PROTOCOL_REVISIONS = [SESSION_REVISION, STATELESS_REVISION] as const
 
-export interface InboundMessage {
-  httpMethod: string
-  body: unknown
-  header(name: 'mcp-protocol-version' | 'mcp-method' | 'mcp-name'): string | undefined
-}
-
 /**
  * Whether a request is for the stateless revision's handler: one that speaks it, or that the SDK refuses on its
  * behalf (a malformed envelope, headers that disagree with the body, a revision it does not serve). Only a request
@@ -21,11 +16,10 @@ export interface InboundMessage {
  * edge cases (an `initialize` is a handshake unless its envelope names a modern revision), so the routing here
  * cannot disagree with the handler behind it.
  */
-export function speaksStateless (message: InboundMessage): boolean {
-  if (message.httpMethod !== 'POST') return false
-  const body = message.body as { params?: { _meta?: unknown } } | undefined
-  const meta = body?.params?._meta
-  const header = message.header('mcp-protocol-version')
+export function speaksStateless (httpMethod: string, body: unknown, headers: IncomingHttpHeaders): boolean {
+  if (httpMethod !== 'POST') return false
+  const meta = (body as { params?: { _meta?: unknown } } | undefined)?.params?._meta
+  const header = text(headers['mcp-protocol-version'])
   const claims = (typeof meta === 'object' && meta !== null && PROTOCOL_VERSION_META_KEY in meta) ||
     (header !== undefined && header.trim() >= STATELESS_REVISION)
   if (!claims) return false
@@ -33,10 +27,13 @@ export function speaksStateless (message: InboundMessage): boolean {
     httpMethod: 'POST',
     body,
     protocolVersionHeader: header,
-    mcpMethodHeader: message.header('mcp-method'),
-    mcpNameHeader: message.header('mcp-name')
+    mcpMethodHeader: text(headers['mcp-method']),
+    mcpNameHeader: text(headers['mcp-name'])
   }).kind !== 'legacy'
 }
+
+/** A header sent once; repeated, it is no value the SDK would take. */
+const text = (value: string | string[] | undefined): string | undefined => typeof value === 'string' ? value : undefined
 
 /** The SDK's verdicts on plain calls' envelopes, by tool name and envelope, oldest out. */
 const verdicts = new Map<string, boolean>()
