@@ -8,22 +8,23 @@ import pg from 'pg'
 import t from 'tap'
 import { ROOT } from '../lib/root.js'
 import { TEST_DATABASE_URL } from './helper.js'
+import { childEnv, cli } from './processes.js'
 
 interface Run { code: number | null, stdout: string, stderr: string }
 
-/** Runs the CLI from the sources; a command that has not exited after 20 s (a server, say) is killed and fails. */
-function cli (args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+/** Runs the built CLI; a command that has not exited after 90 s (a server, say) is killed and fails. */
+function runCli (args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
   return new Promise(resolve => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'cli.ts'), ...args], {
+    const child = spawn(...cli(...args), {
       cwd: ROOT,
-      env: { ...process.env, ...env },
+      env: childEnv(env),
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', d => { stdout += d })
     child.stderr.on('data', d => { stderr += d })
-    // Only a bound on a stuck command: a dozen of them start at once, each compiling the sources with tsx.
+    // Only a bound on a stuck command: a dozen of them start at once.
     const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
     child.on('exit', code => {
       clearTimeout(timer)
@@ -79,7 +80,7 @@ t.test('--help, -h and help print each command\'s help and do nothing else', asy
     const name = words.join(' ')
     // `help` is a command of the level it helps at: `help events`, `events help trigger`.
     const forms = [[...words, '--help'], [...words, '-h'], [...words.slice(0, -1), 'help', ...words.slice(-1)]]
-    const [long, short, word] = await Promise.all(forms.map(args => cli(args, state.env)))
+    const [long, short, word] = await Promise.all(forms.map(args => runCli(args, state.env)))
     for (const [i, run] of [long!, short!, word!].entries()) {
       const typed = forms[i]!.join(' ')
       t.equal(run.code, 0, `${typed} exits 0`)
@@ -94,7 +95,7 @@ t.test('--help, -h and help print each command\'s help and do nothing else', asy
 
 t.test('the top-level help lists every command; --version prints the package version', async t => {
   const [long, short, word, v, V] = await Promise.all([
-    cli(['--help']), cli(['-h']), cli(['help']), cli(['--version']), cli(['-v'])
+    runCli(['--help']), runCli(['-h']), runCli(['help']), runCli(['--version']), runCli(['-v'])
   ])
   t.equal(long.code, 0)
   t.match(long.stdout, /^Usage: marketplace-gateway \[options\] \[command\]/)
@@ -123,7 +124,7 @@ t.test('usage errors name what is wrong, exit 2 and do nothing', async t => {
     [['client-key', 'disable'], /^error: missing required argument 'client_id'/],
     [['client-key', 'pause', 'app_x'], /^error: unknown command 'pause'/]
   ]
-  const runs = await Promise.all(cases.map(([args]) => cli(args, state.env)))
+  const runs = await Promise.all(cases.map(([args]) => runCli(args, state.env)))
   for (const [i, run] of runs.entries()) {
     const [args, said] = cases[i]!
     t.equal(run.code, 2, `${args.join(' ')} exits 2`)
@@ -136,7 +137,7 @@ t.test('usage errors name what is wrong, exit 2 and do nothing', async t => {
 t.test('user-token takes repeated and comma-separated entities', async t => {
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
   const args = ['user-token', '--sub', 'u1', '--org', 'o1', '--entity', 'e1,e2', '--entity', 'e3', '--ttl', '60']
-  const run = await cli(args, { DATA_DIR: dataDir, DATABASE_URL: '' })
+  const run = await runCli(args, { DATA_DIR: dataDir, DATABASE_URL: '' })
   t.equal(run.code, 0, run.stderr)
   const claims = JSON.parse(Buffer.from(run.stdout.trim().split('.')[1]!, 'base64url').toString('utf8'))
   t.match(claims, { sub: 'u1', org_ref_id: 'o1', entity_ref_ids: ['e1', 'e2', 'e3'] })

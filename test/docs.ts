@@ -7,6 +7,7 @@ import pg from 'pg'
 import { ROOT } from '../lib/root.js'
 import { freePort } from './browser.js'
 import { eventually, TEST_DATABASE_URL } from './helper.js'
+import { childEnv, untapped } from './processes.js'
 
 export type Test = { teardown (fn: () => unknown): void }
 
@@ -87,22 +88,13 @@ export async function database (t: Test): Promise<string> {
   return url.toString()
 }
 
-/**
- * A reader's environment: this process's, less what tap adds for its own children (NODE_OPTIONS loading its
- * process-info hook, coverage), which made every `node -e` of the examples several times slower.
- */
-function readerEnv (env: Record<string, string>): NodeJS.ProcessEnv {
-  const own = Object.entries(process.env).filter(([k]) => !/^(NODE_OPTIONS|NODE_V8_COVERAGE|_TAPJS_|TAP)/.test(k))
-  return { ...Object.fromEntries(own), ...env }
-}
-
 export interface Ran { code: number | null, stdout: string, stderr: string }
 
 /** Runs a shell script to its end (at most `timeout` ms; then its whole process group is killed and it fails). */
 export function bash (script: string, cwd: string, env: Record<string, string> = {}, timeout = 60_000): Promise<Ran> {
   return new Promise(resolve => {
-    const child = spawn('bash', ['-c', script], {
-      cwd, env: readerEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true
+    const child = spawn(...untapped('bash', '-c', script), {
+      cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true
     })
     let stdout = ''
     let stderr = ''
@@ -118,8 +110,8 @@ export function bash (script: string, cwd: string, env: Record<string, string> =
 
 /** Starts a long-running command of the docs (`npm start`, a worker) in the background, stopped at the end. */
 export function background (t: Test, command: string, cwd: string, env: Record<string, string>) {
-  const child = spawn('bash', ['-c', command], {
-    cwd, env: readerEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true
+  const child = spawn(...untapped('bash', '-c', command), {
+    cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true
   })
   let output = ''
   child.stdout.on('data', d => { output += d })

@@ -6,6 +6,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import type { InjectOptions } from 'fastify'
 import t from 'tap'
 import { bearer, build, install } from './helper.js'
+import { childEnv, cli } from './processes.js'
 
 type Json = Record<string, any>
 type Example = { summary?: string, value: unknown }
@@ -237,8 +238,8 @@ t.test('the documented errors are the ones the routes answer', async t => {
 t.test('npm run openapi writes the document without a server', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'mg-openapi-test-'))
   const out = join(dir, 'openapi.json')
-  execFileSync(process.execPath, ['--import', 'tsx', 'cli.ts', 'openapi', '--out', out], {
-    env: { ...process.env, DATABASE_URL: '', DATA_DIR: dir, LOG_LEVEL: 'silent' },
+  execFileSync(...cli('openapi', '--out', out), {
+    env: childEnv({ DATABASE_URL: '', DATA_DIR: dir, LOG_LEVEL: 'silent' }),
     stdio: 'pipe'
   })
   const doc = JSON.parse(readFileSync(out, 'utf8'))

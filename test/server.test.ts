@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { eventually, TEST_DATABASE_URL } from './helper.js'
+import { childEnv, cli } from './processes.js'
 
 function start (env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli.ts', 'serve'], {
-    env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', PORT: '0', ...env },
+  const child = spawn(...cli('serve'), {
+    env: childEnv({ DATABASE_URL: '', LOG_LEVEL: 'warn', PORT: '0', ...env }),
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
@@ -33,7 +34,7 @@ t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM
     .catch(() => undefined)
   t.ok(url, `prints its URL (${s.errors()})`)
   const res = await fetch(`${url}/health`)
-  t.comment(`first /health answered ${Math.round(performance.now() - started)} ms after spawn (tsx loader included)`)
+  t.comment(`first /health answered ${Math.round(performance.now() - started)} ms after spawn`)
   t.equal(res.status, 200)
   t.match(await res.json(), { status: 'ok', version: '0.7.0', active_sessions: 0 })
   t.match(s.output(), `${url}/docs`, 'points at the docs')
@@ -72,8 +73,8 @@ t.test('the command line: user-token and migrate', async t => {
   const { loadConfig } = await import('../plugins/config.js')
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
   const run = (...args: string[]) =>
-    execFileSync(process.execPath, ['--import', 'tsx', 'cli.ts', ...args], {
-      env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+    execFileSync(...cli(...args), {
+      env: childEnv({ DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'info' }),
       encoding: 'utf8'
     })
   const migrated = run('migrate')
@@ -115,8 +116,8 @@ t.test('the command line: client-key disables a self-registered client, which ha
   const clientId = registered.json().client_id as string
   await app.close()
 
-  const run = (...args: string[]) => execFileSync(process.execPath, ['--import', 'tsx', 'cli.ts', ...args], {
-    env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']
+  const run = (...args: string[]) => execFileSync(...cli(...args), {
+    env: childEnv(env), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']
   })
   t.same(JSON.parse(run('client-key', 'disable', clientId)), { client_id: clientId, api_key_enabled: false })
   t.throws(() => run('client-key', 'disable', 'app_nope'), 'an unknown client_id fails')
@@ -139,15 +140,14 @@ t.test('DATABASE_URL without a user name connects as the OS user, as libpq does,
     const url = new URL(TEST_DATABASE_URL!)
     url.username = ''
     url.password = ''
-    const env: Record<string, string | undefined> = {
-      ...process.env,
+    const env = childEnv({
       DATABASE_URL: url.toString(),
       DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')),
-      LOG_LEVEL: 'info'
-    }
-    delete env.USER
-    delete env.PGUSER
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'cli.ts', 'migrate'], { env, encoding: 'utf8' })
+      LOG_LEVEL: 'info',
+      USER: undefined,
+      PGUSER: undefined
+    })
+    const run = spawnSync(...cli('migrate'), { env, encoding: 'utf8' })
     const said = run.stdout + run.stderr
     t.notMatch(said, 'no PostgreSQL user name specified', 'a user name was sent')
     // Either the OS user is a role of this server (migrated), or the server names it in its refusal.

@@ -11,6 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { AppInstance } from '../app.js'
 import { encryptSecret } from '../plugins/webhooks/signing.js'
 import { bearer, build, eventually, install, type Installed } from './helper.js'
+import { childEnv, cli } from './processes.js'
 import { startReceiver, type Received } from './receiver.js'
 
 const hooks = (i: Installed) => `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`
@@ -304,9 +305,9 @@ t.test('local development: the refusal names the variables, and events trigger p
   // Not execFileSync: the service answering the command runs on this very event loop.
   const { execFile } = await import('node:child_process')
   const { promisify } = await import('node:util')
-  const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli.ts', 'events',
-    'trigger', 'invoice.paid', '--org', j.orgRefId, '--entity', j.entityRefId, '--url', `http://127.0.0.1:${port}`], {
-    env: { ...process.env, DATA_DIR: app.config.dataDir, DATABASE_URL: '', NODE_ENV: 'development' },
+  const { stdout: out } = await promisify(execFile)(...cli('events',
+    'trigger', 'invoice.paid', '--org', j.orgRefId, '--entity', j.entityRefId, '--url', `http://127.0.0.1:${port}`), {
+    env: childEnv({ DATA_DIR: app.config.dataDir, DATABASE_URL: '', NODE_ENV: 'development' }),
     encoding: 'utf8'
   })
   t.match(out, /^202 \{"id":"evt_[\w-]+","deliveries":1\}/, 'published with the development events token')

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Pool } from 'undici'
 import { eventually, ISSUER, SIGNING_KEY } from '../helper.js'
+import { childEnv, cli } from '../processes.js'
 
 type Test = { teardown(fn: () => unknown): void, comment(...args: unknown[]): void }
 
@@ -153,9 +154,8 @@ export interface Service {
 export async function startService (t: Test, env: Record<string, string>): Promise<Service> {
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-fault-svc-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli.ts', 'serve'], {
-    env: {
-      ...process.env,
+  const child = spawn(...cli('serve'), {
+    env: childEnv({
       NODE_ENV: 'test',
       HOST: '127.0.0.1',
       PORT: String(port),
@@ -165,7 +165,7 @@ export async function startService (t: Test, env: Record<string, string>): Promi
       PUBLIC_RATE_LIMIT: '1000000',
       ...SECRETS,
       ...env
-    },
+    }),
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
@@ -177,7 +177,7 @@ export async function startService (t: Test, env: Record<string, string>): Promi
     rmSync(dataDir, { recursive: true, force: true })
   })
   const base = `http://127.0.0.1:${port}`
-  // Generous: it compiles the sources with tsx first, and a loaded 2-core machine took over 30 s.
+  // Only a bound on a stuck start: a loaded 2-core machine once took over 30 s.
   await eventually(async () => (await fetch(`${base}/health/ready`).catch(() => undefined))?.status === 200, {
     timeout: 90_000,
     what: 'the service to be ready'
