@@ -6,6 +6,7 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { ROOT } from '../lib/root.js'
 import { build } from './helper.js'
+import { untapped } from './processes.js'
 
 const run = promisify(execFile)
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name)
@@ -20,14 +21,17 @@ t.test('Redocly and Spectral find nothing in the OpenAPI document', async t => {
   const file = join(mkdtempSync(join(tmpdir(), 'mg-openapi-lint-')), 'openapi.json')
   writeFileSync(file, doc)
 
-  const redocly = await run(bin('redocly'), ['lint', file, '--format=json'], { cwd: ROOT, maxBuffer: 1 << 24 })
-    .catch((err: { stdout: string }) => err)
+  const redocly = await run(...untapped(bin('redocly'), 'lint', file, '--format=json'), {
+    cwd: ROOT,
+    maxBuffer: 1 << 24
+  }).catch((err: { stdout: string }) => err)
   const report = JSON.parse(redocly.stdout) as { totals: Record<string, number>, problems: Array<{ message: string }> }
   t.same(report.problems.map(p => p.message), [], 'Redocly: no problems')
   t.same(report.totals, { errors: 0, warnings: 0, ignored: 0 })
 
   // --fail-severity hint: any finding at all fails the run.
-  const spectral = await run(bin('spectral'), ['lint', file, '--format', 'json', '--fail-severity', 'hint'], {
+  const spectral = await run(...untapped(bin('spectral'), 'lint', file, '--format', 'json', '--fail-severity',
+    'hint'), {
     cwd: ROOT,
     maxBuffer: 1 << 24
   }).catch((err: { stdout: string, code: number }) => err)

@@ -6,6 +6,7 @@ import openapiTS, { astToString } from 'openapi-typescript'
 import t from 'tap'
 import { ROOT } from '../lib/root.js'
 import { build, install, pkcePair, REDIRECT_URI } from './helper.js'
+import { childEnv, untapped } from './processes.js'
 
 const run = promisify(execFile)
 const DIR = join(ROOT, 'test', 'typed-client')
@@ -24,7 +25,9 @@ t.test('a client typed from the OpenAPI document compiles strictly and works', a
   t.match(types, /\bgetMe: \{/, 'operations are named by their operationId')
   t.notMatch(types, /def-\d/, 'no def-N types')
   writeFileSync(join(DIR, 'api.d.ts'), types)
-  const tsc = await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', DIR], { cwd: ROOT })
+  const tsc = await run(...untapped(process.execPath, join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', DIR), {
+    cwd: ROOT
+  })
     .catch((err: { stdout: string }) => ({ stdout: err.stdout, failed: true }))
   t.same(tsc.stdout, '', 'tsc --strict: no error')
   t.notOk('failed' in tsc, 'tsc exits 0')
@@ -50,10 +53,9 @@ t.test('a client typed from the OpenAPI document compiles strictly and works', a
   })
   const code = new URL(decision.headers.location as string).searchParams.get('code')!
 
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', join(DIR, 'client.ts')], {
+  const { stdout } = await run(...untapped(process.execPath, '--import', 'tsx', join(DIR, 'client.ts')), {
     cwd: ROOT,
-    env: {
-      ...process.env,
+    env: childEnv({
       BASE_URL: base,
       CODE: code,
       VERIFIER: verifier,
@@ -61,7 +63,7 @@ t.test('a client typed from the OpenAPI document compiles strictly and works', a
       CLIENT_ID: first.clientId,
       CLIENT_SECRET: first.clientSecret,
       TARGET_URL: 'https://127.0.0.1:9/hooks'
-    }
+    })
   })
   const out = JSON.parse(stdout)
   t.equal(out.token_type, 'Bearer')
