@@ -30,9 +30,12 @@ export function cleanEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
   return env
 }
 
-/** The build that `npm start` runs, made again when a source file is newer than it. */
+/**
+ * The build that `npm start` runs, made again when a source file is newer than it. The build is incremental: it
+ * rewrites only what changed, but always its `.tsbuildinfo`, so that is the file to compare with.
+ */
 export async function ensureBuilt (): Promise<void> {
-  const built = join(ROOT, 'dist', 'cli.js')
+  const built = join(ROOT, 'dist', '.tsbuildinfo')
   const newest = (dir: string): number => readdirSync(dir, { withFileTypes: true }).reduce((n, e) => {
     const path = join(dir, e.name)
     if (e.isDirectory()) return Math.max(n, newest(path))
