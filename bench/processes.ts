@@ -32,7 +32,8 @@ export function cleanEnv (extra: Record<string, string>): NodeJS.ProcessEnv {
 
 /**
  * The build that `npm start` runs, made again when a source file is newer than it. The build is incremental: it
- * rewrites only what changed, but always its `.tsbuildinfo`, so that is the file to compare with.
+ * rewrites only the outputs that changed, and its `.tsbuildinfo` whenever any did, so that is the file to compare
+ * with (a file touched but not changed costs a 3 s build that writes nothing).
  */
 export async function ensureBuilt (): Promise<void> {
   const built = join(ROOT, 'dist', '.tsbuildinfo')
