@@ -18,20 +18,22 @@ const refresh = (app: AppInstance, i: Installed, token: string) => app.inject({
 const me = (app: AppInstance, token: string) =>
   app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(token) })
 
-t.test('20 concurrent refreshes of one token: exactly one succeeds, and the family lives', async t => {
+// More presentations than the Postgres pool has connections (20): the ones that wait for a connection until after
+// the winner committed must still count as racing, not as retries of a lost answer.
+t.test('50 concurrent refreshes of one token: exactly one succeeds, and the family lives', async t => {
   const app = await build(t)
   const i = await install(app)
-  const answers = await Promise.all(Array.from({ length: 20 }, () => refresh(app, i, i.refreshToken)))
+  const answers = await Promise.all(Array.from({ length: 50 }, () => refresh(app, i, i.refreshToken)))
   const won = answers.filter(a => a.statusCode === 200)
   t.equal(won.length, 1, 'one 200')
   t.same(
     answers.filter(a => a.statusCode !== 200).map(a => a.json()),
-    Array(19).fill({
+    Array(49).fill({
       error: 'invalid_grant',
       message: 'The refresh token is invalid, expired or revoked.',
       error_description: 'The refresh token is invalid, expired or revoked.'
     }),
-    'the other 19 are invalid_grant'
+    'the other 49 are invalid_grant'
   )
   const winner = won[0]!.json()
   t.equal((await me(app, winner.access_token)).statusCode, 200, "the winner's access token works")

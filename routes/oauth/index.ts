@@ -208,7 +208,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
         case 'authorization_code':
           return app.oauth.exchangeCode(client, body)
         case 'refresh_token':
-          return app.oauth.refresh(client, body, reply.elapsedTime)
+          return app.oauth.refresh(client, body, () => reply.elapsedTime)
         default:
           throw errors.oauthUnsupportedGrantType()
       }
