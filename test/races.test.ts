@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import type { AppInstance } from '../app.js'
-import { bearer, build, install, pkcePair, REDIRECT_URI, unique, type Installed } from './helper.js'
+import { bearer, build, install, pkcePair, REDIRECT_URI, TEST_DATABASE_URL, unique, type Installed } from './helper.js'
 
 const refresh = (app: AppInstance, i: Installed, token: string) => app.inject({
   method: 'POST',
@@ -18,22 +18,26 @@ const refresh = (app: AppInstance, i: Installed, token: string) => app.inject({
 const me = (app: AppInstance, token: string) =>
   app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(token) })
 
-// More presentations than the Postgres pool has connections (20): the ones that wait for a connection until after
-// the winner committed must still count as racing, not as retries of a lost answer.
-t.test('50 concurrent refreshes of one token: exactly one succeeds, and the family lives', async t => {
+// On Postgres, more presentations than the pool has connections (20): the ones that wait for a connection until
+// after the winner committed must still count as racing, not as retries of a lost answer. The embedded database runs
+// in this thread, and its queries hold the event loop: with 50, the last requests were only routed after the winner
+// had committed (on a loaded machine), and a request that reaches the service after the rotation is a retry.
+const N = TEST_DATABASE_URL ? 50 : 20
+
+t.test(`${N} concurrent refreshes of one token: exactly one succeeds, and the family lives`, async t => {
   const app = await build(t)
   const i = await install(app)
-  const answers = await Promise.all(Array.from({ length: 50 }, () => refresh(app, i, i.refreshToken)))
+  const answers = await Promise.all(Array.from({ length: N }, () => refresh(app, i, i.refreshToken)))
   const won = answers.filter(a => a.statusCode === 200)
   t.equal(won.length, 1, 'one 200')
   t.same(
     answers.filter(a => a.statusCode !== 200).map(a => a.json()),
-    Array(49).fill({
+    Array(N - 1).fill({
       error: 'invalid_grant',
       message: 'The refresh token is invalid, expired or revoked.',
       error_description: 'The refresh token is invalid, expired or revoked.'
     }),
-    'the other 49 are invalid_grant'
+    `the other ${N - 1} are invalid_grant`
   )
   const winner = won[0]!.json()
   t.equal((await me(app, winner.access_token)).statusCode, 200, "the winner's access token works")
