@@ -8,7 +8,7 @@ import pg from 'pg'
 import t from 'tap'
 import { ROOT } from '../lib/root.js'
 import { TEST_DATABASE_URL } from './helper.js'
-import { childEnv, cli } from './processes.js'
+import { cli } from './processes.js'
 
 interface Run { code: number | null, stdout: string, stderr: string }
 
@@ -17,7 +17,7 @@ function runCli (args: string[], env: Record<string, string | undefined> = {}): 
   return new Promise(resolve => {
     const child = spawn(...cli(...args), {
       cwd: ROOT,
-      env: childEnv(env),
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe']
     })
     let stdout = ''

@@ -7,7 +7,7 @@ import pg from 'pg'
 import { ROOT } from '../lib/root.js'
 import { freePort } from './browser.js'
 import { eventually, TEST_DATABASE_URL } from './helper.js'
-import { childEnv, untapped } from './processes.js'
+import { untapped } from './processes.js'
 
 export type Test = { teardown (fn: () => unknown): void }
 
@@ -94,7 +94,7 @@ export interface Ran { code: number | null, stdout: string, stderr: string }
 export function bash (script: string, cwd: string, env: Record<string, string> = {}, timeout = 60_000): Promise<Ran> {
   return new Promise(resolve => {
     const child = spawn(...untapped('bash', '-c', script), {
-      cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true
+      cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true
     })
     let stdout = ''
     let stderr = ''
@@ -111,7 +111,7 @@ export function bash (script: string, cwd: string, env: Record<string, string> =
 /** Starts a long-running command of the docs (`npm start`, a worker) in the background, stopped at the end. */
 export function background (t: Test, command: string, cwd: string, env: Record<string, string>) {
   const child = spawn(...untapped('bash', '-c', command), {
-    cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true
+    cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true
   })
   let output = ''
   child.stdout.on('data', d => { output += d })

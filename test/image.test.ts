@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { eventually } from './helper.js'
-import { childEnv, untapped } from './processes.js'
+import { untapped } from './processes.js'
 
 t.test('the final stage of the Dockerfile copies every file the service reads', async t => {
   const dockerfile = readFileSync('Dockerfile', 'utf8')
@@ -24,13 +24,14 @@ t.test('the final stage of the Dockerfile copies every file the service reads', 
 
   const child = spawn(...untapped(process.execPath, 'dist/cli.js', 'serve'), {
     cwd: root,
-    env: childEnv({
+    env: {
+      ...process.env,
       DATABASE_URL: '',
       DATA_DIR: join(root, 'data'),
       PORT: '0',
       LOG_LEVEL: 'info',
       MCP_ALLOW_ANONYMOUS: 'true'
-    }),
+    },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   t.teardown(() => { child.kill('SIGKILL') })

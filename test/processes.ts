@@ -15,9 +15,3 @@ export const untapped = (command: string, ...args: string[]): [string, string[]]
 /** `node dist/cli.js …args`, the built command line, as spawn's file and arguments. */
 export const cli = (...args: string[]): [string, string[]] =>
   untapped(process.execPath, join(ROOT, 'dist', 'cli.js'), ...args)
-
-/** This process's environment with `env` over it; an undefined value leaves the variable out. */
-export function childEnv (env: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const merged: Record<string, string | undefined> = { ...process.env, ...env }
-  return Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined))
-}

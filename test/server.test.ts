@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { eventually, TEST_DATABASE_URL } from './helper.js'
-import { childEnv, cli } from './processes.js'
+import { cli } from './processes.js'
 
 function start (env: Record<string, string>) {
   const child = spawn(...cli('serve'), {
-    env: childEnv({ DATABASE_URL: '', LOG_LEVEL: 'warn', PORT: '0', ...env }),
+    env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
@@ -74,7 +74,7 @@ t.test('the command line: user-token and migrate', async t => {
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
   const run = (...args: string[]) =>
     execFileSync(...cli(...args), {
-      env: childEnv({ DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'info' }),
+      env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
       encoding: 'utf8'
     })
   const migrated = run('migrate')
@@ -117,7 +117,7 @@ t.test('the command line: client-key disables a self-registered client, which ha
   await app.close()
 
   const run = (...args: string[]) => execFileSync(...cli(...args), {
-    env: childEnv(env), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']
+    env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']
   })
   t.same(JSON.parse(run('client-key', 'disable', clientId)), { client_id: clientId, api_key_enabled: false })
   t.throws(() => run('client-key', 'disable', 'app_nope'), 'an unknown client_id fails')
@@ -140,13 +140,14 @@ t.test('DATABASE_URL without a user name connects as the OS user, as libpq does,
     const url = new URL(TEST_DATABASE_URL!)
     url.username = ''
     url.password = ''
-    const env = childEnv({
+    const env = {
+      ...process.env,
       DATABASE_URL: url.toString(),
       DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')),
       LOG_LEVEL: 'info',
-      USER: undefined,
+      USER: undefined, // spawn leaves out a variable whose value is undefined
       PGUSER: undefined
-    })
+    }
     const run = spawnSync(...cli('migrate'), { env, encoding: 'utf8' })
     const said = run.stdout + run.stderr
     t.notMatch(said, 'no PostgreSQL user name specified', 'a user name was sent')

@@ -6,7 +6,7 @@ import openapiTS, { astToString } from 'openapi-typescript'
 import t from 'tap'
 import { ROOT } from '../lib/root.js'
 import { build, install, pkcePair, REDIRECT_URI } from './helper.js'
-import { childEnv, untapped } from './processes.js'
+import { untapped } from './processes.js'
 
 const run = promisify(execFile)
 const DIR = join(ROOT, 'test', 'typed-client')
@@ -55,7 +55,8 @@ t.test('a client typed from the OpenAPI document compiles strictly and works', a
 
   const { stdout } = await run(...untapped(process.execPath, '--import', 'tsx', join(DIR, 'client.ts')), {
     cwd: ROOT,
-    env: childEnv({
+    env: {
+      ...process.env,
       BASE_URL: base,
       CODE: code,
       VERIFIER: verifier,
@@ -63,7 +64,7 @@ t.test('a client typed from the OpenAPI document compiles strictly and works', a
       CLIENT_ID: first.clientId,
       CLIENT_SECRET: first.clientSecret,
       TARGET_URL: 'https://127.0.0.1:9/hooks'
-    })
+    }
   })
   const out = JSON.parse(stdout)
   t.equal(out.token_type, 'Bearer')

@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { AppInstance } from '../app.js'
 import { encryptSecret } from '../plugins/webhooks/signing.js'
 import { bearer, build, eventually, install, type Installed } from './helper.js'
-import { childEnv, cli } from './processes.js'
+import { cli } from './processes.js'
 import { startReceiver, type Received } from './receiver.js'
 
 const hooks = (i: Installed) => `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`
@@ -307,7 +307,7 @@ t.test('local development: the refusal names the variables, and events trigger p
   const { promisify } = await import('node:util')
   const { stdout: out } = await promisify(execFile)(...cli('events',
     'trigger', 'invoice.paid', '--org', j.orgRefId, '--entity', j.entityRefId, '--url', `http://127.0.0.1:${port}`), {
-    env: childEnv({ DATA_DIR: app.config.dataDir, DATABASE_URL: '', NODE_ENV: 'development' }),
+    env: { ...process.env, DATA_DIR: app.config.dataDir, DATABASE_URL: '', NODE_ENV: 'development' },
     encoding: 'utf8'
   })
   t.match(out, /^202 \{"id":"evt_[\w-]+","deliveries":1\}/, 'published with the development events token')

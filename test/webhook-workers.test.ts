@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import t, { type Test } from 'tap'
 import { buildWorker } from '../app.js'
 import { bearer, build, eventually, install, testConfig, TEST_DATABASE_URL } from './helper.js'
-import { childEnv, cli } from './processes.js'
+import { cli } from './processes.js'
 import { startReceiver } from './receiver.js'
 
 const postgres = process.env.DATABASE_URL ? false : 'needs Postgres: set DATABASE_URL (CI runs it)'
@@ -60,7 +60,8 @@ t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t =
   const published = await s.publish(500)
   t.equal(published.length, 500)
 
-  const workerEnv = childEnv({
+  const workerEnv = {
+    ...process.env,
     ...s.env,
     DATABASE_URL: TEST_DATABASE_URL,
     WEBHOOK_WORKER: 'true',
@@ -68,7 +69,7 @@ t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t =
     WEBHOOK_SECRET_KEY: s.api.config.webhookSecretKey.toString('hex'),
     DATA_DIR: s.api.config.dataDir,
     LOG_LEVEL: 'warn'
-  })
+  }
   const spawnWorker = () =>
     spawn(...cli('worker'), {
       env: workerEnv,

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Pool } from 'undici'
 import { eventually, ISSUER, SIGNING_KEY } from '../helper.js'
-import { childEnv, cli } from '../processes.js'
+import { cli } from '../processes.js'
 
 type Test = { teardown(fn: () => unknown): void, comment(...args: unknown[]): void }
 
@@ -155,7 +155,8 @@ export async function startService (t: Test, env: Record<string, string>): Promi
   const port = await freePort()
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-fault-svc-'))
   const child = spawn(...cli('serve'), {
-    env: childEnv({
+    env: {
+      ...process.env,
       NODE_ENV: 'test',
       HOST: '127.0.0.1',
       PORT: String(port),
@@ -165,7 +166,7 @@ export async function startService (t: Test, env: Record<string, string>): Promi
       PUBLIC_RATE_LIMIT: '1000000',
       ...SECRETS,
       ...env
-    }),
+    },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''
