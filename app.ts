@@ -33,6 +33,7 @@ import eventsRoutes from './routes/events/index.js'
 import mcpRoutes from './routes/mcp/index.js'
 import catalogRoutes from './routes/catalog/index.js'
 import { BODY_LIMIT } from './lib/limits.js'
+import { systemClock, type Clock } from './lib/clock.js'
 
 /** Far deeper than any request needs; far shallower than what overflows the stack (thousands). */
 const MAX_JSON_DEPTH = 64
@@ -40,6 +41,14 @@ const MAX_JSON_DEPTH = 64
 export interface BuildOptions {
   /** Where log lines go (tests capture them); standard output by default. */
   logStream?: NodeJS.WritableStream
+  /** Where the rules read the time (`app.clock`); the system clock by default, a hand-moved one in tests. */
+  clock?: Clock
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    clock: Clock
+  }
 }
 
 /**
@@ -79,6 +88,7 @@ function createInstance (config: Config, opts: BuildOptions) {
 /** Builds the service from its plugins and routes, without listening. */
 export async function buildApp (config: Config, opts: BuildOptions = {}) {
   const app = createInstance(config, opts)
+  app.decorate('clock', opts.clock ?? systemClock)
   app.setValidatorCompiler(validatorCompiler())
   // JSON everywhere (forms only on the OAuth routes): anything else is 415, not a string to validate.
   app.removeContentTypeParser('text/plain')
@@ -142,6 +152,7 @@ export async function buildWorker (config: Config, opts: BuildOptions = {}) {
     )
   }
   const app = createInstance({ ...config, webhookWorker: true }, opts)
+  app.decorate('clock', opts.clock ?? systemClock)
   await app.register(configPlugin, { config: { ...config, webhookWorker: true } })
   await app.register(db)
   await app.register(webhooks)

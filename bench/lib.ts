@@ -209,8 +209,8 @@ export function devSecrets (dataDir: string): Record<string, string> {
  */
 export async function testHelpers () {
   delete process.env.DATABASE_URL
-  const { install } = await import('../test/helper.js')
-  const { selfSigned } = await import('../test/receiver.js')
+  const { install } = await import('../test/support/helper.js')
+  const { selfSigned } = await import('../test/support/receiver.js')
   return { install, selfSigned }
 }
 

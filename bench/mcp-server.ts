@@ -25,7 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { writeHeapSnapshot } from 'node:v8'
 import { buildApp } from '../app.js'
 import { loadConfig } from '../plugins/config.js'
-import { install } from '../test/helper.js'
+import { install } from '../test/support/helper.js'
 
 type Message = { id: number, type: 'measure' | 'cpu' | 'close' } | { id: number, type: 'snapshot', path: string }
 

@@ -43,8 +43,8 @@ import { buildApp, type AppInstance } from '../app.js'
 import { insertEvent } from '../plugins/webhooks/store.js'
 import type { WorkerStatus } from '../plugins/webhooks/worker.js'
 import type { EventBody } from '../schemas/events.js'
-import type { Installed } from '../test/helper.js'
-import { selfSigned } from '../test/receiver.js'
+import type { Installed } from '../test/support/helper.js'
+import { selfSigned } from '../test/support/receiver.js'
 import {
   benchConfig, benchDatabase, fmt, list, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, postgresCpuSeconds,
   printTable, quantile, queryable, runBench, sleep, stamp, summary, tempDir, verdict, waitFor, type Cleanup
@@ -619,7 +619,7 @@ async function main (cleanups: Cleanup[]): Promise<void> {
   // test/helper.ts makes (and drops at beforeExit, which process.exit skips) a database of its own when
   // DATABASE_URL is set; this benchmark takes its database from BENCH_DATABASE_URL only, so it is imported without.
   delete process.env.DATABASE_URL
-  const { install } = await import('../test/helper.js')
+  const { install } = await import('../test/support/helper.js')
   let failed = false
   const database = await benchDatabase('mg_bench_wh')
   cleanups.push(database.drop)

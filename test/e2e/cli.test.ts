@@ -1,0 +1,145 @@
+// The command line as a person meets it: help everywhere, the version, and usage errors that name what is wrong.
+// Help must do nothing else: `serve --help` listens nowhere and `migrate --help` touches no database.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import t from 'tap'
+import { ROOT } from '../../lib/root.js'
+import { TEST_DATABASE_URL } from '../support/helper.js'
+import { cli } from '../support/processes.js'
+
+interface Run { code: number | null, stdout: string, stderr: string }
+
+/** Runs the built CLI; a command that has not exited after 90 s (a server, say) is killed and fails. */
+function runCli (args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+  return new Promise(resolve => {
+    const child = spawn(...cli(...args), {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', d => { stdout += d })
+    child.stderr.on('data', d => { stderr += d })
+    // Only a bound on a stuck command: a dozen of them start at once.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
+    child.on('exit', code => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+/** Every command a person can type, as its words. */
+const COMMANDS = [
+  ['serve'], ['worker'], ['migrate'], ['openapi'], ['user-token'],
+  ['events'], ['events', 'trigger'], ['client-key'], ['client-key', 'disable'], ['client-key', 'enable']
+]
+
+const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+
+/** A data directory, a port and (on Postgres) a fresh database that any real run of a command would change. */
+async function untouched (t: { teardown (fn: () => unknown): void }) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-help-'))
+  let databaseUrl: string | undefined
+  if (TEST_DATABASE_URL) {
+    const url = new URL(TEST_DATABASE_URL)
+    url.pathname = `/${url.pathname.slice(1)}_help`
+    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
+    await admin.connect()
+    await admin.query(`create database ${url.pathname.slice(1)}`)
+    await admin.end()
+    t.teardown(async () => {
+      const c = new pg.Client({ connectionString: TEST_DATABASE_URL })
+      await c.connect()
+      await c.query(`drop database if exists ${url.pathname.slice(1)} with (force)`)
+      await c.end()
+    })
+    databaseUrl = url.toString()
+  }
+  const tables = async (): Promise<number> => {
+    if (!databaseUrl) return 0
+    const c = new pg.Client({ connectionString: databaseUrl })
+    await c.connect()
+    const { rows } = await c.query("select count(*)::int as n from pg_tables where schemaname = 'public'")
+    await c.end()
+    return rows[0].n as number
+  }
+  return {
+    env: { DATA_DIR: dataDir, DATABASE_URL: databaseUrl ?? '', PORT: '0', LOG_LEVEL: 'info' },
+    changed: async () => ({ files: readdirSync(dataDir), tables: await tables() })
+  }
+}
+
+t.test('--help, -h and help print each command\'s help and do nothing else', async t => {
+  const state = await untouched(t)
+  for (const words of COMMANDS) {
+    const name = words.join(' ')
+    // `help` is a command of the level it helps at: `help events`, `events help trigger`.
+    const forms = [[...words, '--help'], [...words, '-h'], [...words.slice(0, -1), 'help', ...words.slice(-1)]]
+    const [long, short, word] = await Promise.all(forms.map(args => runCli(args, state.env)))
+    for (const [i, run] of [long!, short!, word!].entries()) {
+      const typed = forms[i]!.join(' ')
+      t.equal(run.code, 0, `${typed} exits 0`)
+      t.match(run.stdout, new RegExp(`^Usage: marketplace-gateway ${name} `), `${typed} prints its usage`)
+      t.notMatch(run.stdout + run.stderr, /is listening on|migrations applied|"level"/, 'and nothing else')
+    }
+    t.equal(short!.stdout, long!.stdout, `${name}: -h is --help`)
+    t.equal(word!.stdout, long!.stdout, `${name}: ${forms[2]!.join(' ')} is --help`)
+  }
+  t.same(await state.changed(), { files: [], tables: 0 }, 'no data directory written, no table made')
+})
+
+t.test('the top-level help lists every command; --version prints the package version', async t => {
+  const [long, short, word, v, V] = await Promise.all([
+    runCli(['--help']), runCli(['-h']), runCli(['help']), runCli(['--version']), runCli(['-v'])
+  ])
+  t.equal(long.code, 0)
+  t.match(long.stdout, /^Usage: marketplace-gateway \[options\] \[command\]/)
+  for (const words of COMMANDS.filter(w => w.length === 1)) {
+    t.match(long.stdout, new RegExp(`\\n  ${words[0]}\\b`), `lists ${words[0]}`)
+  }
+  t.equal(short.stdout, long.stdout, '-h')
+  t.equal(word.stdout, long.stdout, 'help')
+  t.same([v.code, v.stdout, V.stdout], [0, `${version}\n`, `${version}\n`], `--version and -v print ${version}`)
+})
+
+t.test('usage errors name what is wrong, exit 2 and do nothing', async t => {
+  const state = await untouched(t)
+  const trigger = ['events', 'trigger', 'invoice.paid', '--org', 'o', '--entity', 'e']
+  const cases: Array<[string[], RegExp]> = [
+    [['nope'], /^error: unknown command 'nope'/],
+    [['--nope'], /^error: unknown option '--nope'/],
+    [['serve', '--port', '3000'], /^error: unknown option '--port'/],
+    [['migrate', '--dry-run'], /^error: unknown option '--dry-run'/],
+    [['user-token', '--sub', 'u'], /^error: required option '--org <org_ref_id>' not specified/],
+    [['user-token', '--sub', 'u', '--org', 'o', '--entity', 'e', '--ttl', '0'], /'--ttl <seconds>' argument '0'/],
+    [['user-token', '--sub', 'u', '--org', 'o', '--entity', ','], /'--entity <entity_ref_id>' argument ','.*No entity/],
+    [[...trigger, '--data', '[1'], /'--data <json>' argument '\[1' is invalid. Not JSON/],
+    [[...trigger, '--data', '[1]'], /'--data <json>' argument '\[1\]' is invalid. Not a JSON object/],
+    [['events', 'trigger', '--org', 'o', '--entity', 'e'], /^error: missing required argument 'topic'/],
+    [['client-key', 'disable'], /^error: missing required argument 'client_id'/],
+    [['client-key', 'pause', 'app_x'], /^error: unknown command 'pause'/]
+  ]
+  const runs = await Promise.all(cases.map(([args]) => runCli(args, state.env)))
+  for (const [i, run] of runs.entries()) {
+    const [args, said] = cases[i]!
+    t.equal(run.code, 2, `${args.join(' ')} exits 2`)
+    t.match(run.stderr, said, `${args.join(' ')}: ${run.stderr.split('\n')[0]}`)
+    t.equal(run.stdout, '', 'prints nothing on standard output')
+  }
+  t.same(await state.changed(), { files: [], tables: 0 }, 'no data directory written, no table made')
+})
+
+t.test('user-token takes repeated and comma-separated entities', async t => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
+  const args = ['user-token', '--sub', 'u1', '--org', 'o1', '--entity', 'e1,e2', '--entity', 'e3', '--ttl', '60']
+  const run = await runCli(args, { DATA_DIR: dataDir, DATABASE_URL: '' })
+  t.equal(run.code, 0, run.stderr)
+  const claims = JSON.parse(Buffer.from(run.stdout.trim().split('.')[1]!, 'base64url').toString('utf8'))
+  t.match(claims, { sub: 'u1', org_ref_id: 'o1', entity_ref_ids: ['e1', 'e2', 'e3'] })
+  t.equal(claims.exp - claims.iat, 60, '--ttl')
+})

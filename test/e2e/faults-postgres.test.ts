@@ -1,0 +1,163 @@
+/**
+ * Postgres outages under load, against a cluster this test starts itself and the service in its own process:
+ * stopped for 5 s, then frozen (SIGSTOP) for 10 s. Only 2xx or 503 answers, none slower than 5 s, recovery
+ * without a restart, and every event answered 202 stored and delivered.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import t, { type Test } from 'tap'
+import { buildApp } from '../../app.js'
+import { bearer, eventually, install, testConfig, type Installed } from '../support/helper.js'
+import { startReceiver } from '../support/receiver.js'
+import {
+  missingPeers, SECRETS, startCluster, startLoad, startService, summary, type Outcome, type RequestMaker
+} from '../support/faults.js'
+
+const LONGEST_WAIT_MS = 5_000
+
+const missing = missingPeers()
+t.test('Postgres outages under load', { skip: missing && `fault tests need real peers: ${missing}` }, main)
+
+async function main (t: Test): Promise<void> {
+  const cluster = await startCluster(t)
+  const receiver = await startReceiver(t)
+  const env = {
+    DATABASE_URL: cluster.url,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_CA_FILE: receiver.caFile,
+    WEBHOOK_RETRY_SCHEDULE: '1,1,1,1,1,1,1',
+    // A claim whose outcome could not be recorded during the outage is taken again after its lease.
+    WEBHOOK_LEASE_SECONDS: '5',
+    ...SECRETS
+  }
+
+  // An install and a subscription, made through the service's own routes by an app on the same database.
+  const setup = await buildApp(testConfig(t, { ...env, WEBHOOK_WORKER: 'false' }))
+  await setup.ready()
+  const i: Installed = await install(setup)
+  const subscribed = await setup.inject({
+    method: 'POST',
+    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
+    headers: { ...bearer(i.accessToken), 'content-type': 'application/json' },
+    payload: JSON.stringify({ topics: ['invoice.paid'], target_url: receiver.url })
+  })
+  t.equal(subscribed.statusCode, 201)
+  await setup.close()
+
+  const service = await startService(t, env)
+  let refreshToken = i.refreshToken
+  const makers: RequestMaker[] = [
+    () => ({ kind: 'me', method: 'GET', path: '/public/v1/me', headers: bearer(i.accessToken) }),
+    n => {
+      const eventId = `evt_fault_${process.pid}_${n}`
+      return {
+        kind: 'event',
+        method: 'POST',
+        path: '/events',
+        headers: { authorization: `Bearer ${SECRETS.EVENTS_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          id: eventId,
+          topic: 'invoice.paid',
+          org_ref_id: i.orgRefId,
+          entity_ref_id: i.entityRefId,
+          data: { n }
+        })
+      }
+    }
+  ]
+
+  /** The OAuth token endpoint, as a client does it: one refresh at a time, keeping the newest token. */
+  const refreshLoop = (outcomes: Outcome[], running: () => boolean) => (async () => {
+    while (running()) {
+      const started = performance.now()
+      const res = await fetch(`${service.base}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          refresh_token: refreshToken,
+          client_id: i.clientId,
+          client_secret: i.clientSecret
+        }),
+        signal: AbortSignal.timeout(10_000)
+      }).catch(err => ({ status: 0, error: String(err) }) as const)
+      const outcome: Outcome = { kind: 'token', status: res.status, ms: performance.now() - started }
+      if ('headers' in res) {
+        outcome.retryAfter = res.headers.get('retry-after') ?? undefined
+        outcome.body = (await res.json()) as Outcome['body']
+        if (res.status === 200) refreshToken = (outcome.body as { refresh_token: string }).refresh_token
+      }
+      outcomes.push(outcome)
+      await sleep(50)
+    }
+  })()
+
+  /** Load through `fault`, then checks every answer. Returns the event ids answered 202. */
+  async function underLoad (t: Test, fault: () => Promise<void>): Promise<Set<string>> {
+    const load = startLoad(service.base, makers, { concurrency: 8, clientTimeoutMs: 10_000 })
+    t.teardown(() => load.stop())
+    const tokenOutcomes: Outcome[] = []
+    let running = true
+    const refreshing = refreshLoop(tokenOutcomes, () => running)
+    await sleep(500)
+    await fault()
+    // Recovery without a restart: an event is accepted again.
+    await eventually(
+      () => load.outcomes.slice(-20).some(o => o.kind === 'event' && o.status === 202),
+      { timeout: 20_000, what: 'events to be accepted again' }
+    )
+    await sleep(500)
+    running = false
+    await refreshing
+    const outcomes = [...(await load.stop()), ...tokenOutcomes]
+    t.comment(summary(outcomes))
+
+    const unexpected = outcomes.filter(o => ![200, 202, 503].includes(o.status))
+    t.same(unexpected.slice(0, 5), [], 'only 2xx or 503 (no 500, no transport error)')
+    const unavailable = outcomes.filter(o => o.status === 503)
+    t.ok(unavailable.length > 0, 'the outage was seen (some 503)')
+    t.same(
+      unavailable.filter(o => o.body?.error !== 'service_unavailable' || o.retryAfter !== '5').slice(0, 3),
+      [],
+      'every 503 is service_unavailable from the catalog, with Retry-After'
+    )
+    const slowest = Math.max(...outcomes.map(o => o.ms))
+    t.ok(slowest < LONGEST_WAIT_MS, `no request waits ${LONGEST_WAIT_MS} ms (slowest ${Math.round(slowest)} ms)`)
+    t.ok(outcomes.some(o => o.kind === 'token' && o.status === 200), 'refresh works again after the outage')
+    // The id the service gave the event (its own, not the producer's key) is the one deliveries carry.
+    return new Set(outcomes.filter(o => o.kind === 'event' && o.status === 202).map(o => (o.body as { id: string }).id))
+  }
+
+  const accepted = new Set<string>()
+
+  await t.test('Postgres stopped for 5 s under load', async t => {
+    for (const id of await underLoad(t, async () => {
+      cluster.stop()
+      await sleep(5_000)
+      cluster.start()
+    })) accepted.add(id)
+  })
+
+  await t.test('Postgres frozen (SIGSTOP) for 10 s under load', async t => {
+    for (const id of await underLoad(t, async () => {
+      cluster.freeze()
+      await sleep(10_000)
+      cluster.thaw()
+    })) accepted.add(id)
+  })
+
+  await t.test('every event answered 202 is delivered, and the process never died', async t => {
+    const delivered = () => new Set(receiver.received.map(r => String(r.headers['x-service-event-id'])))
+    await eventually(() => [...accepted].filter(id => !delivered().has(id)), {
+      until: undelivered => undelivered.length === 0,
+      timeout: 60_000,
+      what: `all ${accepted.size} accepted events to be delivered (value: those not yet delivered)`
+    })
+    t.ok(accepted.size > 0, `${accepted.size} events accepted across both outages, every one delivered`)
+    t.equal(service.child.exitCode, null, 'the service is still running')
+    const errorLines = service.output().split('\n').filter(l => /Unhandled|uncaught|"level":(50|60)/i.test(l))
+    t.same(errorLines.map(l => l.slice(0, 600)), [], 'no crash and no error-level log line')
+    const outageLines = service.output().split('\n').filter(l => l.includes('postgres unavailable'))
+    t.ok(outageLines.length > 0 && outageLines.length < 40,
+      `the outage is logged once per interval, not per request (${outageLines.length} lines)`)
+  })
+}

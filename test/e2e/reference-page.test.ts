@@ -1,0 +1,128 @@
+// The API reference (/docs) as an app developer uses it, in Debian's headless Chromium: every operation with its
+// examples, and "Authorize" running the install flow (code + PKCE) so that "Try it out" calls the API as the install.
+import t from 'tap'
+import type { Page } from 'playwright-core'
+import { browser, freePort, SKIP_WITHOUT_CHROMIUM as SKIP } from '../support/browser.js'
+import { build, unique } from '../support/helper.js'
+
+type Json = Record<string, any>
+
+/** A `"key": value` line of an example as Swagger UI prints it (pretty JSON), from its first primitive member. */
+function leafLine (value: unknown): string | undefined {
+  if (Array.isArray(value)) return value.length ? leafLine(value[0]) : undefined
+  if (typeof value !== 'object' || value === null) return undefined
+  for (const [k, v] of Object.entries(value)) {
+    if (typeof v !== 'object' || v === null) return `"${k}": ${JSON.stringify(v)}`
+    const inner = leafLine(v)
+    if (inner) return inner
+  }
+  return undefined
+}
+
+/** The first example the document gives an operation's responses, as the line the page must show. */
+function firstExampleLine (op: Json): string | undefined {
+  for (const response of Object.values<Json>(op.responses)) {
+    for (const media of Object.values<Json>(response.content ?? {})) {
+      const value = media.example ?? Object.values<Json>(media.examples ?? {})[0]?.value
+      const line = typeof value === 'string' ? undefined : leafLine(value)
+      if (line) return line
+    }
+  }
+  return undefined
+}
+
+const operationBlock = (page: Page, method: string, path: string) =>
+  page.locator(`.opblock-${method}:has(.opblock-summary-path[data-path="${path}"])`).first()
+
+t.test('/docs shows every operation with its examples, and runs the OAuth flow', { skip: SKIP }, async t => {
+  const port = await freePort()
+  const origin = `http://127.0.0.1:${port}`
+  const app = await build(t, { PUBLIC_BASE_URL: origin })
+  await app.listen({ port, host: '127.0.0.1' })
+  const doc = (await app.inject({ method: 'GET', url: '/public/v1/openapi.json' })).json()
+
+  // The developer's client for trying the API from the page: a public client with the page's redirect URI.
+  const registered = await app.inject({
+    method: 'POST',
+    url: '/oauth/register',
+    payload: {
+      client_name: 'Reference page',
+      redirect_uris: [`${origin}/docs/static/oauth2-redirect.html`],
+      token_endpoint_auth_method: 'none',
+      scope: 'invoices:read bills:read'
+    }
+  })
+  t.equal(registered.statusCode, 201, 'client registered')
+  const clientId = registered.json().client_id as string
+  const orgRefId = unique('org')
+  const entityRefId = unique('ent')
+  const userToken = app.userSessions.sign({ sub: unique('user'), orgRefId, entityRefIds: [entityRefId] })
+
+  const context = await (await browser()).newContext({ viewport: { width: 1280, height: 900 } })
+  t.teardown(() => context.close())
+  await context.addCookies([{ name: 'session', value: userToken, domain: '127.0.0.1', path: '/' }])
+  const page = await context.newPage()
+  page.setDefaultTimeout(15_000)
+  const pageErrors: string[] = []
+  page.on('pageerror', e => pageErrors.push(e.message))
+  t.equal((await page.goto(`${origin}/docs`))?.status(), 200)
+  await page.locator('.opblock').first().waitFor()
+
+  await t.test('every operation, each with its examples', async t => {
+    const operations = Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
+      Object.entries<Json>(item).map(([method, op]) => ({ path, method, op })))
+    t.equal(await page.locator('.opblock-tag-section .opblock').count(), operations.length, 'as many as the document')
+    for (const { path, method, op } of operations) {
+      const block = operationBlock(page, method, path)
+      await block.locator('.opblock-summary-control').click()
+      const body = block.locator('.opblock-body')
+      await body.waitFor()
+      const line = firstExampleLine(op)
+      t.ok(line, `${method} ${path} has an example in the document`)
+      await body.locator('.microlight', { hasText: line! }).first().waitFor()
+      t.pass(`${method} ${path} shows ${line}`)
+      await block.locator('.opblock-summary-control').click()
+    }
+  })
+
+  await t.test('Authorize runs the install flow, then Try it out calls /me as the install', async t => {
+    await page.locator('.auth-wrapper button.authorize').click()
+    const modal = page.locator('.modal-ux')
+    const oauth = modal.locator('.auth-container', { hasText: 'oauth2' })
+    await oauth.locator('input#client_id_authorizationCode').fill(clientId)
+    await oauth.locator('label[for="invoices:read-authorizationCode-checkbox-oauth2"]').click()
+    const [popup] = await Promise.all([
+      context.waitForEvent('page'),
+      oauth.locator('button.authorize').click()
+    ])
+    await popup.waitForLoadState()
+    const consentUrl = new URL(popup.url())
+    t.equal(consentUrl.pathname, '/oauth/authorize', 'the consent page opened')
+    t.equal(consentUrl.searchParams.get('client_id'), clientId)
+    t.equal(consentUrl.searchParams.get('code_challenge_method'), 'S256', 'with PKCE')
+    t.match(await popup.locator('body').innerText(), 'Reference page', 'the consent page names the client')
+    await popup.locator('input[type=radio]').first().check()
+    await Promise.all([popup.waitForEvent('close'), popup.locator('button[value=allow]').click()])
+
+    await oauth.locator('button', { hasText: 'Logout' }).waitFor()
+    t.pass('authorized: the page holds the token')
+    await modal.locator('button.close-modal').click()
+
+    const me = operationBlock(page, 'get', '/public/v1/me')
+    await me.locator('.opblock-summary-control').click()
+    await me.locator('button.try-out__btn').click()
+    await me.locator('button.execute').click()
+    const status = me.locator('.live-responses-table tbody .response-col_status').first()
+    await status.waitFor()
+    t.equal((await status.innerText()).trim(), '200')
+    const shown = await me.locator('.live-responses-table .microlight').first().innerText()
+    t.match(JSON.parse(shown), {
+      client_id: clientId,
+      org_ref_id: orgRefId,
+      entity_ref_id: entityRefId,
+      scopes: ['invoices:read']
+    }, '/me answers as the install the page authorized')
+    await page.screenshot({ path: '/tmp/reference-page.png' })
+  })
+  t.same(pageErrors, [], 'no script error')
+})

@@ -1,0 +1,156 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { eventually, needsPostgres, TEST_POSTGRES_URL } from '../support/helper.js'
+import { cli } from '../support/processes.js'
+
+function start (env: Record<string, string>) {
+  const child = spawn(...cli('serve'), {
+    env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  let err = ''
+  child.stdout.on('data', d => {
+    out += d
+  })
+  child.stderr.on('data', d => {
+    err += d
+  })
+  const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
+  return { child, exited, output: () => out, errors: () => err }
+}
+
+t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM', async t => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-server-'))
+  const started = performance.now()
+  const s = start({ DATA_DIR: dataDir })
+  t.teardown(() => {
+    s.child.kill('SIGKILL')
+  })
+  const url = await eventually(() => s.output().match(/listening on (http:\/\/\S+)/)?.[1], { timeout: 60_000 })
+    .catch(() => undefined)
+  t.ok(url, `prints its URL (${s.errors()})`)
+  const res = await fetch(`${url}/health`)
+  t.comment(`first /health answered ${Math.round(performance.now() - started)} ms after spawn`)
+  t.equal(res.status, 200)
+  t.match(await res.json(), { status: 'ok', version: '0.7.0', active_sessions: 0 })
+  t.match(s.output(), `${url}/docs`, 'points at the docs')
+  t.match(s.output(), 'user-token', 'and at the next step')
+  t.match(s.output(), 'dev secrets', 'says the secrets were generated')
+  t.equal((await fetch(`${url}/health/ready`)).status, 200)
+
+  s.child.kill('SIGTERM')
+  t.equal(await s.exited, 0, 'exits 0 on SIGTERM')
+})
+
+t.test('a bad variable stops the start and names it', async t => {
+  const s = start({ DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-server-')), PUBLIC_RATE_LIMIT: 'lots' })
+  t.equal(await s.exited, 1)
+  t.match(s.errors(), 'Invalid configuration: PUBLIC_RATE_LIMIT must be an integer')
+})
+
+t.test('a database that cannot be reached: one line naming DATABASE_URL, password masked, after bounded retries',
+  async t => {
+    const s = start({
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-server-')),
+      DATABASE_URL: 'postgres://app:hunter2@127.0.0.1:1/gateway',
+      DATABASE_STARTUP_WAIT_SECONDS: '1'
+    })
+    t.equal(await s.exited, 1)
+    const lines = s.errors().trim().split('\n')
+    const masked = 'postgres:\\/\\/app:\\*\\*\\*@127\\.0\\.0\\.1:1\\/gateway'
+    const cause = 'connect ECONNREFUSED 127\\.0\\.0\\.1:1, after \\d+ attempts'
+    t.match(lines.at(-1), new RegExp(`^Cannot use the database at DATABASE_URL=${masked}: ${cause}\\.$`))
+    t.notMatch(s.errors() + s.output(), 'hunter2', 'the password is never printed')
+    t.notMatch(s.errors(), /\n\s+at /, 'no stack trace')
+  })
+
+t.test('the command line: user-token and migrate', async t => {
+  const { execFileSync } = await import('node:child_process')
+  const { loadConfig } = await import('../../plugins/config.js')
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
+  const run = (...args: string[]) =>
+    execFileSync(...cli(...args), {
+      env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+      encoding: 'utf8'
+    })
+  const migrated = run('migrate')
+  t.match(migrated, /"applied":\["001_access.sql"/, 'applies the migrations')
+  t.match(run('migrate'), 'database is up to date', 'and only once')
+
+  const token = run('user-token', '--sub', 'dev-1', '--org', 'org_a', '--entity', 'ent_1', '--entity', 'ent_2').trim()
+  const { createVerifier } = await import('fast-jwt')
+  const verify = createVerifier({
+    key: loadConfig({ DATA_DIR: dataDir }).userSessionSecret,
+    algorithms: ['HS256'],
+    allowedAud: 'user_session'
+  })
+  t.match(
+    verify(token),
+    { sub: 'dev-1', org_ref_id: 'org_a', entity_ref_ids: ['ent_1', 'ent_2'], aud: 'user_session' },
+    'signed with the configured secret, as the accounting system would'
+  )
+  t.throws(() => run('user-token', '--sub', 'x'), 'refuses without --org and --entity')
+})
+
+t.test('the command line: client-key disables a self-registered client, which has no owner to do it', async t => {
+  const { execFileSync } = await import('node:child_process')
+  const { loadConfig } = await import('../../plugins/config.js')
+  const { buildApp } = await import('../../app.js')
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
+  const env = { DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test' as const }
+  const open = async () => {
+    const app = await buildApp({ ...loadConfig(env), webhookWorker: false })
+    await app.ready()
+    return app
+  }
+  let app = await open()
+  const registered = await app.inject({
+    method: 'POST',
+    url: '/oauth/register',
+    payload: { redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' }
+  })
+  const clientId = registered.json().client_id as string
+  await app.close()
+
+  const run = (...args: string[]) => execFileSync(...cli(...args), {
+    env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']
+  })
+  t.same(JSON.parse(run('client-key', 'disable', clientId)), { client_id: clientId, api_key_enabled: false })
+  t.throws(() => run('client-key', 'disable', 'app_nope'), 'an unknown client_id fails')
+
+  app = await open()
+  t.teardown(() => app.close())
+  const token = await app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: { grant_type: 'refresh_token', refresh_token: 'x', client_id: clientId }
+  })
+  t.equal(token.statusCode, 401)
+  t.same(token.json().error_description, "The app's API key is disabled.")
+})
+
+t.test('DATABASE_URL without a user name connects as the OS user, as libpq does, even with no USER set',
+  { skip: needsPostgres }, async t => {
+    const { spawnSync } = await import('node:child_process')
+    const { userInfo } = await import('node:os')
+    const url = new URL(TEST_POSTGRES_URL!)
+    url.username = ''
+    url.password = ''
+    const env = {
+      ...process.env,
+      DATABASE_URL: url.toString(),
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-cli-')),
+      LOG_LEVEL: 'info',
+      USER: undefined, // spawn leaves out a variable whose value is undefined
+      PGUSER: undefined
+    }
+    const run = spawnSync(...cli('migrate'), { env, encoding: 'utf8' })
+    const said = run.stdout + run.stderr
+    t.notMatch(said, 'no PostgreSQL user name specified', 'a user name was sent')
+    // Either the OS user is a role of this server (migrated), or the server names it in its refusal.
+    t.ok(run.status === 0 || said.includes(`"${userInfo().username}"`), said.slice(-300))
+  })

@@ -1,0 +1,140 @@
+import { spawn } from 'node:child_process'
+import t, { type Test } from 'tap'
+import { buildWorker } from '../../app.js'
+import { bearer, build, eventually, install, needsPostgres, testConfig, TEST_POSTGRES_URL } from '../support/helper.js'
+import { cli } from '../support/processes.js'
+import { startReceiver } from '../support/receiver.js'
+
+// Workers share a queue through Postgres: the embedded database belongs to one process.
+const postgres = needsPostgres
+
+async function setup (t: Test, respond?: Parameters<typeof startReceiver>[1]) {
+  const receiver = await startReceiver(t, respond)
+  const env = {
+    DATABASE_URL: TEST_POSTGRES_URL,
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_CA_FILE: receiver.caFile,
+    WEBHOOK_WORKER: 'false'
+  }
+  const api = await build(t, env)
+  const i = await install(api)
+  const sub = await api.inject({
+    method: 'POST',
+    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
+    headers: { ...bearer(i.accessToken), 'content-type': 'application/json' },
+    payload: JSON.stringify({ topics: ['invoice.paid'], target_url: receiver.url })
+  })
+  t.equal(sub.statusCode, 201)
+  const publish = async (n: number): Promise<string[]> => {
+    const ids: string[] = []
+    for (let k = 0; k < n; k += 50) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(50, n - k) }, (_, j) =>
+          api.inject({
+            method: 'POST',
+            url: '/events',
+            headers: { authorization: `Bearer ${api.config.eventsToken}`, 'content-type': 'application/json' },
+            payload: JSON.stringify({
+              topic: 'invoice.paid',
+              org_ref_id: i.orgRefId,
+              entity_ref_id: i.entityRefId,
+              data: { n: k + j }
+            })
+          })
+        )
+      )
+      ids.push(...batch.map(r => r.json().id as string))
+    }
+    return ids
+  }
+  const eventIds = () => new Set(receiver.received.map(r => r.headers['x-service-event-id'] as string))
+  const queueState = async () =>
+    (
+      await api.db.query<{ pending: number, claimed: number }>(
+        `select count(*) filter (where status = 'pending')::int as pending,
+                count(*) filter (where locked_by is not null)::int as claimed
+           from webhook_deliveries where subscription_id = $1`,
+        [sub.json().id]
+      )
+    )[0]!
+  return { receiver, api, env, publish, eventIds, queueState }
+}
+
+t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t => {
+  // A little latency at the receiver keeps attempts in flight when the worker dies.
+  const s = await setup(t, (_r, res) => setTimeout(() => res.end('ok'), 5))
+  const published = await s.publish(500)
+  t.equal(published.length, 500)
+
+  const workerEnv = {
+    ...process.env,
+    ...s.env,
+    WEBHOOK_WORKER: 'true',
+    WEBHOOK_LEASE_SECONDS: '3',
+    WEBHOOK_SECRET_KEY: s.api.config.webhookSecretKey.toString('hex'),
+    DATA_DIR: s.api.config.dataDir,
+    LOG_LEVEL: 'warn'
+  }
+  const spawnWorker = () =>
+    spawn(...cli('worker'), {
+      env: workerEnv,
+      stdio: ['ignore', 'ignore', 'inherit']
+    })
+
+  const first = spawnWorker()
+  t.teardown(() => {
+    first.kill('SIGKILL')
+  })
+  await eventually(() => s.receiver.received.length >= 100, { timeout: 60_000, what: 'the first worker\'s 100' })
+  first.kill('SIGKILL')
+  await new Promise(resolve => first.once('exit', resolve))
+  const atKill = s.receiver.received.length
+  t.ok(atKill < 500, `killed midway, after ${atKill} deliveries`)
+
+  const second = spawnWorker()
+  const exited = new Promise<number | null>(resolve => second.once('exit', code => resolve(code)))
+  t.teardown(() => {
+    second.kill('SIGKILL')
+  })
+  await eventually(() => s.eventIds().size === 500, { timeout: 60_000, what: 'every event to arrive' })
+  await eventually(s.queueState, {
+    until: q => q.pending === 0 && q.claimed === 0,
+    timeout: 30_000,
+    what: 'the queue to drain'
+  })
+
+  t.same([...s.eventIds()].sort(), [...published].sort(), 'every event was received at least once')
+  t.same(await s.queueState(), { pending: 0, claimed: 0 }, 'the queue is empty, nothing stuck in a claim')
+  t.comment(`${s.receiver.received.length - 500} duplicate deliveries (attempts in flight when the worker died)`)
+  second.kill('SIGTERM')
+  t.equal(await exited, 0, 'the second worker drains and exits 0 on SIGTERM')
+})
+
+t.test('two workers on one Postgres share a backlog', { skip: postgres }, async t => {
+  const s = await setup(t)
+  const published = await s.publish(400)
+  const workers = await Promise.all(
+    [0, 1].map(async () => {
+      const w = await buildWorker(
+        testConfig(t, {
+          ...s.env,
+          WEBHOOK_SECRET_KEY: s.api.config.webhookSecretKey.toString('hex'),
+          WEBHOOK_WORKER: 'true'
+        })
+      )
+      t.teardown(() => w.close())
+      return w
+    })
+  )
+  await Promise.all(workers.map(w => w.ready()))
+  await eventually(() => s.eventIds().size === 400, { timeout: 60_000, what: 'every event to arrive' })
+  await eventually(s.queueState, { until: q => q.pending === 0, timeout: 10_000, what: 'the queue to drain' })
+
+  t.same([...s.eventIds()].sort(), [...published].sort(), 'no event lost')
+  t.equal(s.receiver.received.length, 400, 'none delivered twice (every attempt succeeded)')
+  const shares = workers.map(w => w.webhooks.workerStatus()!.attempted)
+  t.ok(
+    shares.every(n => n > 0),
+    `both workers delivered (${shares.join(' + ')})`
+  )
+})

@@ -1,0 +1,178 @@
+import { createHmac } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { createServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import t from 'tap'
+import { Agent, request } from 'undici'
+import { ROOT } from '../../../lib/root.js'
+import { bearer, build, eventually, install } from '../../support/helper.js'
+import { selfSigned } from '../../support/receiver.js'
+
+type Handler = Parameters<typeof createServer>[1]
+type ReceiverModule = {
+  createHandler(o: { secret: string, onEvent: (e: Record<string, unknown>) => Promise<void> }): Handler
+  verifySignature(secret: string, raw: Buffer, signature: string): boolean
+}
+
+const EXAMPLE = join(ROOT, 'docs/examples/webhook-receiver.mjs')
+
+t.test('the guide shows the example receiver exactly as it is tested', async t => {
+  const guide = readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8')
+  t.ok(
+    guide.includes(readFileSync(EXAMPLE, 'utf8')),
+    'docs/webhooks.md embeds docs/examples/webhook-receiver.mjs verbatim'
+  )
+})
+
+t.test('the example receiver accepts real deliveries once each and refuses forgeries with 401', async t => {
+  const example = (await import(EXAMPLE)) as ReceiverModule
+  t.equal(
+    example.verifySignature(
+      "It's a Secret to Everybody",
+      Buffer.from('Hello, World!'),
+      '757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17'
+    ),
+    true,
+    'the contract test vector'
+  )
+
+  const { key, cert, caFile } = selfSigned()
+  const processed: Array<Record<string, unknown>> = []
+  const answers: number[] = []
+  let handler: Handler = (_req, res) => {
+    res.statusCode = 503
+    res.end()
+  }
+  const server = createServer({ key, cert }, (req, res) => {
+    res.on('finish', () => answers.push(res.statusCode))
+    handler!(req, res)
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(
+    () =>
+      new Promise<void>(resolve => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  )
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
+
+  const app = await build(t, {
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_CA_FILE: caFile,
+    WEBHOOK_RETRY_SCHEDULE: '0,0,0'
+  })
+  const i = await install(app)
+  const created = await app.inject({
+    method: 'POST',
+    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
+    headers: { ...bearer(i.accessToken), 'content-type': 'application/json' },
+    payload: JSON.stringify({ topics: ['invoice.paid'], target_url: url })
+  })
+  const secret = created.json().signing_secret
+  handler = example.createHandler({
+    secret,
+    onEvent: async e => {
+      processed.push(e)
+    }
+  })
+
+  const event = await app.inject({
+    method: 'POST',
+    url: '/events',
+    headers: { authorization: `Bearer ${app.config.eventsToken}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({
+      topic: 'invoice.paid',
+      org_ref_id: i.orgRefId,
+      entity_ref_id: i.entityRefId,
+      data: { invoice_id: 'inv_7' }
+    })
+  })
+  await eventually(() => processed.length > 0, { what: 'the example receiver to process the delivery' })
+  t.match(
+    processed,
+    [{ id: event.json().id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } }],
+    'processed the real delivery'
+  )
+  t.same(answers, [204])
+
+  // The same delivery again (a retry) is acknowledged without doing the work twice; a forgery gets 401.
+  const body = JSON.stringify({ id: event.json().id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } })
+  const dispatcher = new Agent({ connect: { ca: readFileSync(caFile, 'utf8') } })
+  t.teardown(() => dispatcher.close())
+  const sign = (s: string, b: string) => createHmac('sha256', s).update(b).digest('hex')
+  const post = (b: string, signature: string, eventId: string) =>
+    request(url, {
+      method: 'POST',
+      dispatcher,
+      body: b,
+      headers: { 'content-type': 'application/json', 'x-service-signature': signature, 'x-service-event-id': eventId }
+    })
+  t.equal((await post(body, sign(secret, body), event.json().id)).statusCode, 200, 'a retry of a processed event')
+  t.equal((await post(body, sign('whsec_wrong', body), 'evt_forged')).statusCode, 401, 'wrong key')
+  t.equal((await post(body + ' ', sign(secret, body), 'evt_forged')).statusCode, 401, 'altered bytes')
+  t.equal((await post(body, '', 'evt_forged')).statusCode, 401, 'no signature')
+  t.equal(processed.length, 1, 'the work was done once')
+})
+
+const STANDARD_EXAMPLE = join(ROOT, 'docs/examples/webhook-receiver-standardwebhooks.mjs')
+
+t.test('the Standard Webhooks example receiver, shown verbatim, accepts real deliveries and refuses forgeries',
+  async t => {
+    const guide = readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8')
+    t.ok(guide.includes(readFileSync(STANDARD_EXAMPLE, 'utf8')), 'docs/webhooks.md embeds it verbatim')
+    const example = (await import(STANDARD_EXAMPLE)) as { createHandler: ReceiverModule['createHandler'] }
+    const { key, cert, caFile } = selfSigned()
+    const processed: Array<Record<string, unknown>> = []
+    const answers: number[] = []
+    let handler: Handler = (_req, res) => res.writeHead(503).end()
+    const server = createServer({ key, cert }, (req, res) => {
+      res.on('finish', () => answers.push(res.statusCode))
+      handler!(req, res)
+    })
+    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+    t.teardown(() => new Promise<void>(resolve => {
+      server.closeAllConnections()
+      server.close(() => resolve())
+    }))
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
+    const app = await build(t, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: caFile })
+    const i = await install(app)
+    const created = await app.inject({
+      method: 'POST',
+      url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
+      headers: bearer(i.accessToken),
+      payload: { topics: ['invoice.paid'], target_url: url }
+    })
+    const secret = created.json().signing_secret as string
+    handler = example.createHandler({ secret, onEvent: async e => { processed.push(e) } })
+    const event = await app.inject({
+      method: 'POST',
+      url: '/events',
+      headers: bearer(app.config.eventsToken),
+      payload: { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { n: 1 } }
+    })
+    await eventually(() => processed.length > 0, { what: 'the example receiver to process the delivery' })
+    t.match(processed, [{ id: event.json().id, data: { n: 1 } }], 'processed the real delivery')
+    t.same(answers, [204])
+
+    const dispatcher = new Agent({ connect: { ca: readFileSync(caFile, 'utf8') } })
+    t.teardown(() => dispatcher.close())
+    const body = JSON.stringify({ id: 'evt_forged', topic: 'invoice.paid', data: {} })
+    const ts = Math.floor(Date.now() / 1000)
+    const sign = (s: string, id: string, at: number, b: string) => 'v1,' +
+      createHmac('sha256', Buffer.from(s.slice(6), 'base64')).update(`${id}.${at}.${b}`).digest('base64')
+    const post = (b: string, headers: Record<string, string>) =>
+      request(url, { method: 'POST', dispatcher, body: b, headers: { 'content-type': 'application/json', ...headers } })
+    const headers = (at: number, signature: string) =>
+      ({ 'webhook-id': 'evt_forged', 'webhook-timestamp': String(at), 'webhook-signature': signature })
+    t.equal((await post(body, headers(ts, sign(secret, 'evt_forged', ts, body)))).statusCode, 204,
+      'a correctly signed message is accepted')
+    t.equal((await post(body + ' ', headers(ts, sign(secret, 'evt_forged', ts, body)))).statusCode, 401,
+      'altered bytes')
+    t.equal((await post(body, headers(ts - 3600, sign(secret, 'evt_forged', ts - 3600, body)))).statusCode, 401,
+      'an hour-old timestamp (a replay)')
+    t.equal((await post(body, headers(ts, sign('whsec_' + Buffer.alloc(32).toString('base64'), 'evt_forged', ts,
+      body)))).statusCode, 401, 'another secret')
+  })

@@ -1,0 +1,156 @@
+import { Writable } from 'node:stream'
+import pg from 'pg'
+import t from 'tap'
+import type { AppInstance } from '../../../app.js'
+import { bearer, build, eventually, install, TEST_DATABASE_URL } from '../../support/helper.js'
+import { startReceiver } from '../../support/receiver.js'
+
+const TOKEN = 'metrics-token-for-the-tests-0123'
+
+const scrape = async (app: AppInstance) => {
+  const res = await app.inject({ method: 'GET', url: '/metrics', headers: bearer(TOKEN) })
+  t.equal(res.statusCode, 200)
+  return res.body
+}
+/** The value of one series, or undefined. */
+const value = (text: string, series: string): number | undefined => {
+  const line = text.split('\n').find(l => l.startsWith(series + ' '))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+t.test('GET /metrics: only with METRICS_TOKEN, Prometheus text, never in the OpenAPI document', async t => {
+  const off = await build(t)
+  t.equal((await off.inject({ method: 'GET', url: '/metrics' })).statusCode, 404, 'not served without METRICS_TOKEN')
+
+  const app = await build(t, { METRICS_TOKEN: TOKEN })
+  for (const authorization of [undefined, 'Bearer wrong', `Bearer ${TOKEN}x`, TOKEN]) {
+    const res = await app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} })
+    t.equal(res.statusCode, 401, String(authorization))
+    t.same(res.json(), { error: 'invalid_token', message: 'A valid metrics token is required.' })
+  }
+  const res = await app.inject({ method: 'GET', url: '/metrics', headers: bearer(TOKEN) })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /^text\/plain; version=0\.0\.4/)
+  t.match(res.body, /^# HELP process_cpu_user_seconds_total/m, 'process metrics')
+  const doc = (await app.inject({ method: 'GET', url: '/public/v1/openapi.json' })).json()
+  t.notOk(Object.keys(doc.paths).some(p => p.includes('metrics')), 'not among the paths of the OpenAPI document')
+  t.notMatch(JSON.stringify(doc), '/metrics', 'nor anywhere else in it')
+})
+
+t.test('pool usage: the Postgres pool, nothing on the embedded database', async t => {
+  const text = await scrape(await build(t, { METRICS_TOKEN: TOKEN }))
+  const total = value(text, 'db_pool_total')
+  if (TEST_DATABASE_URL) {
+    t.ok((total ?? 0) >= 1, 'the pool has the connections the app opened')
+    t.ok(value(text, 'db_pool_idle') !== undefined)
+    t.equal(value(text, 'db_pool_waiting'), 0)
+  } else {
+    t.equal(total, undefined, 'no pool gauge without a pool')
+  }
+})
+
+t.test('requests by route template and status, the access cache, MCP sessions', async t => {
+  const app = await build(t, { METRICS_TOKEN: TOKEN })
+  const i = await install(app)
+  for (let n = 0; n < 3; n++) {
+    await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(i.accessToken) })
+  }
+  const tenant = `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/invoices`
+  await app.inject({ method: 'GET', url: tenant, headers: bearer(i.accessToken) })
+  await app.inject({ method: 'GET', url: '/no/such/route' })
+  const text = await scrape(app)
+  t.equal(value(text, 'http_request_duration_seconds_count{method="GET",route="/public/v1/me",status_code="200"}'), 3)
+  t.equal(value(text,
+    'http_request_duration_seconds_bucket{method="GET",route="/public/v1/me",status_code="200",le="+Inf"}'), 3,
+  'buckets are cumulative up to the count')
+  t.equal(value(text,
+    'http_request_duration_seconds_count{method="GET",route="/public/v1/orgs/:orgId/entities/:entityId/invoices",' +
+    'status_code="501"}'), 1, 'the route template, not the URL')
+  t.notMatch(text, i.orgRefId, 'no tenant id in any label')
+  t.equal(value(text, 'http_request_duration_seconds_count{method="GET",route="unmatched",status_code="404"}'), 1)
+  t.ok((value(text, 'access_cache_lookups_total{result="hit"}') ?? 0) >= 2, 'cache hits counted')
+  t.ok((value(text, 'access_cache_hit_ratio') ?? 0) > 0)
+  t.equal(value(text, 'mcp_active_sessions'), 0)
+})
+
+t.test('deliveries: attempts by outcome, queue depth and age, one log line per attempt', async t => {
+  const receiver = await startReceiver(t)
+  const lines: string[] = []
+  const logStream = new Writable({
+    write (chunk, _enc, done) {
+      lines.push(chunk.toString())
+      done()
+    }
+  })
+  const env = {
+    METRICS_TOKEN: TOKEN,
+    LOG_LEVEL: 'info',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    WEBHOOK_CA_FILE: receiver.caFile,
+    WEBHOOK_RETRY_SCHEDULE: '60,60'
+  }
+  const app = await build(t, env, { logStream })
+  const i = await install(app)
+  const created = await app.inject({
+    method: 'POST',
+    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
+    headers: { ...bearer(i.accessToken), 'content-type': 'application/json' },
+    payload: JSON.stringify({ topics: ['invoice.paid'], target_url: receiver.url })
+  })
+  const secret = created.json().signing_secret as string
+  const publish = () => app.inject({
+    method: 'POST',
+    url: '/events',
+    headers: { ...bearer(app.config.eventsToken), 'content-type': 'application/json' },
+    payload: JSON.stringify({ topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  })
+
+  await publish()
+  await receiver.waitFor(1)
+  receiver.respond = (_r, res) => { res.statusCode = 503; res.end('down') }
+  await publish()
+  await receiver.waitFor(2)
+  const text = await eventually(() => scrape(app), {
+    until: m => value(m, 'webhook_delivery_attempts_total{outcome="retrying"}') === 1,
+    what: 'both attempts counted'
+  })
+  t.equal(value(text, 'webhook_delivery_attempts_total{outcome="delivered"}'), 1)
+  t.equal(value(text, 'webhook_delivery_duration_seconds_count'), 2)
+  t.equal(value(text, 'webhook_queue_depth'), 1, 'the failed one waits for its retry')
+  t.ok((value(text, 'webhook_oldest_pending_age_seconds') ?? -1) >= 0)
+
+  const attempts = lines.map(l => JSON.parse(l)).filter(l => l.msg === 'webhook delivery attempt')
+  t.equal(attempts.length, 2, 'one line per attempt')
+  t.match(attempts[0], { level: 30, outcome: 'delivered', status: 200, attempt: 1, subscription_id: String })
+  t.match(attempts[1], { level: 40, outcome: 'retrying', status: 503, attempt: 1, next_attempt_at: String })
+  t.ok(attempts.every(a => typeof a.duration_ms === 'number' && typeof a.delivery_id === 'string'))
+  const logged = attempts.map(a => JSON.stringify(a)).join('\n')
+  t.notMatch(logged, secret, 'never the signing secret')
+  t.notMatch(logged, 'down', "never the receiver's answer")
+})
+
+t.test('Redis errors are counted by kind', async t => {
+  const app = await build(t, { METRICS_TOKEN: TOKEN, REDIS_URL: 'redis://127.0.0.1:1' })
+  const text = await eventually(() => scrape(app), {
+    until: m => /^dependency_errors_total\{dependency="redis",kind="refused"\} [1-9]/m.test(m),
+    what: 'a refused Redis connection to be counted'
+  })
+  t.match(text, /dependency_errors_total\{dependency="redis"/)
+})
+
+t.test('Postgres errors are counted by kind', { skip: !TEST_DATABASE_URL && 'needs Postgres' }, async t => {
+  const app = await build(t, { METRICS_TOKEN: TOKEN })
+  await app.inject({ method: 'GET', url: '/health/ready' })
+  // The service's connections are cut under it, as a fail-over or a restart of the server would.
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
+  await admin.connect()
+  t.teardown(() => admin.end())
+  await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity
+                      where datname = current_database() and pid <> pg_backend_pid()`)
+  const text = await eventually(() => scrape(app), {
+    until: m => /^dependency_errors_total\{dependency="postgres",kind="[a-z_]+"\} [1-9]/m.test(m),
+    what: 'the cut connections to be counted'
+  })
+  t.match(text, /dependency_errors_total\{dependency="postgres",kind="(shutting_down|connection_lost)"\}/)
+  t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200, 'and the pool recovers')
+})

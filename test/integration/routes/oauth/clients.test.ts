@@ -1,0 +1,304 @@
+// Sign-in as standard OAuth libraries and hostile clients try it (issue 9): oauth4webapi with its strict checks over
+// real HTTP, then each refusal with its exact RFC error.
+import { createServer as createHttpsServer, type Server } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import t from 'tap'
+import * as oauth from 'oauth4webapi'
+import type { AppInstance } from '../../../../app.js'
+import { freePort } from '../../../support/browser.js'
+import { bearer, build, install, pkcePair, SIGNING_KEY, unique } from '../../../support/helper.js'
+import { forge, rs256With } from '../../../support/jwt-forge.js'
+import { selfSigned } from '../../../support/receiver.js'
+
+type Test = Parameters<Parameters<typeof t.test>[0]>[0]
+const insecure = { [oauth.allowInsecureRequests]: true }
+
+async function serve (t: Test, env: Record<string, string> = {}): Promise<{ app: AppInstance, origin: string }> {
+  const port = await freePort()
+  const origin = `http://127.0.0.1:${port}`
+  const app = await build(t, { PUBLIC_BASE_URL: origin, MCP_BASE_URL: origin, ...env })
+  await app.listen({ port, host: '127.0.0.1' })
+  return { app, origin }
+}
+
+/** A signed-in user's Allow, as the consent form posts it; returns where the browser would go. */
+async function allow (app: AppInstance, authorizationUrl: URL): Promise<URL> {
+  const entity = unique('ent')
+  const user = app.userSessions.sign({ sub: unique('user'), orgRefId: unique('org'), entityRefIds: [entity] })
+  const res = await app.inject({
+    method: 'POST',
+    url: '/oauth/authorize',
+    headers: bearer(user),
+    payload: { ...Object.fromEntries(authorizationUrl.searchParams), entity_ref_id: entity, decision: 'allow' }
+  })
+  if (res.statusCode !== 302) throw new Error(`${res.statusCode} ${res.body}`)
+  return new URL(res.headers.location as string)
+}
+
+t.test('oauth4webapi: discovery, registration, code + PKCE with resource, refresh and revoke', async t => {
+  const { app, origin } = await serve(t)
+  const resource = `${origin}/mcp`
+
+  const rs = await oauth.processResourceDiscoveryResponse(new URL(resource),
+    await oauth.resourceDiscoveryRequest(new URL(resource), insecure))
+  t.equal(rs.resource, resource, 'protected resource metadata at the path form names the MCP endpoint')
+  const issuer = new URL(rs.authorization_servers![0]!)
+  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer,
+    { algorithm: 'oauth2', ...insecure }))
+  t.ok(as.registration_endpoint, 'a registration endpoint')
+
+  const redirectUri = 'http://127.0.0.1/callback'
+  const registered = await oauth.processDynamicClientRegistrationResponse(await oauth.dynamicClientRegistrationRequest(
+    as, { redirect_uris: [redirectUri], client_name: 'oauth4webapi', token_endpoint_auth_method: 'none' }, insecure))
+  const client: oauth.Client = { client_id: registered.client_id }
+  const auth = oauth.None()
+
+  const verifier = oauth.generateRandomCodeVerifier()
+  const state = oauth.generateRandomState()
+  const url = new URL(as.authorization_endpoint!)
+  const loopback = 'http://127.0.0.1:49152/callback'
+  url.search = new URLSearchParams({
+    client_id: client.client_id,
+    redirect_uri: loopback,
+    response_type: 'code',
+    scope: 'invoices:read',
+    state,
+    code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    resource
+  }).toString()
+  const params = oauth.validateAuthResponse(as, client, await allow(app, url), state)
+  const granted = await oauth.processAuthorizationCodeResponse(as, client,
+    await oauth.authorizationCodeGrantRequest(as, client, auth, params, loopback, verifier,
+      { additionalParameters: { resource }, ...insecure }))
+  t.equal(granted.token_type, 'bearer', 'token_type (the library lower-cases it)')
+  t.equal(granted.scope, 'invoices:read', 'the requested scope')
+
+  // As a resource server would check it (RFC 9068), for the audience it was asked for.
+  const claims = await oauth.validateJwtAccessToken(as,
+    new Request(resource, { headers: { authorization: `Bearer ${granted.access_token}` } }), resource, insecure)
+  t.equal(claims.client_id, client.client_id, 'an RFC 9068 access token for the MCP endpoint')
+
+  const refreshed = await oauth.processRefreshTokenResponse(as, client,
+    await oauth.refreshTokenGrantRequest(as, client, auth, granted.refresh_token!, insecure))
+  await oauth.validateJwtAccessToken(as, new Request(resource,
+    { headers: { authorization: `Bearer ${refreshed.access_token}` } }), resource, insecure)
+  t.pass('a refresh without resource keeps the audience')
+
+  await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, auth, refreshed.refresh_token!,
+    insecure))
+  const again = oauth.processRefreshTokenResponse(as, client,
+    await oauth.refreshTokenGrantRequest(as, client, auth, refreshed.refresh_token!, insecure))
+  const refused = await again.then(() => undefined, (err: unknown) => err)
+  t.match(refused, { name: 'ResponseBodyError', error: 'invalid_grant' }, 'a revoked refresh token is refused')
+})
+
+t.test('registration (RFC 7591)', async t => {
+  const app = await build(t, { REGISTRATION_RATE_LIMIT: '9' })
+  const register = (body: unknown) => app.inject({ method: 'POST', url: '/oauth/register', payload: body as object })
+  const cases: Array<[unknown, string]> = [
+    [{ redirect_uris: ['http://example.com/cb'] }, 'invalid_redirect_uri'],
+    [{ redirect_uris: ['javascript:alert(1)'] }, 'invalid_redirect_uri'],
+    [{ redirect_uris: ['https://app.example.com/cb#frag'] }, 'invalid_redirect_uri'],
+    [{ redirect_uris: ['https://app.example.com/cb'], scope: 'invoices:read nope:read' }, 'invalid_client_metadata'],
+    [{ redirect_uris: ['https://app.example.com/cb'], grant_types: ['client_credentials'] }, 'invalid_client_metadata'],
+    [{ client_name: 'no redirect' }, 'invalid_client_metadata']
+  ]
+  for (const [body, error] of cases) {
+    const res = await register(body)
+    t.equal(res.statusCode, 400, JSON.stringify(body))
+    t.equal(res.json().error, error, res.body)
+    t.type(res.json().error_description, 'string')
+  }
+
+  const body = {
+    client_name: 'Same',
+    redirect_uris: ['http://127.0.0.1/cb', 'http://[::1]/cb', 'http://localhost:6274/oauth/callback',
+      'cursor://anysphere.cursor-mcp/oauth/callback'],
+    token_endpoint_auth_method: 'none'
+  }
+  const first = await register(body)
+  t.equal(first.statusCode, 201, first.body)
+  t.notOk('client_secret' in first.json(), 'a public client has no secret')
+  const again = await register({ ...body, redirect_uris: [...body.redirect_uris].reverse() })
+  t.equal(again.statusCode, 200, 'an identical registration')
+  t.equal(again.json().client_id, first.json().client_id, 'returns the existing client')
+
+  const confidential = await register({ redirect_uris: ['https://app.example.com/cb'] })
+  t.equal(confidential.statusCode, 201)
+  t.match(confidential.json(), { token_endpoint_auth_method: 'client_secret_basic', client_secret: /^mgs_/ })
+
+  const limited = await register(body)
+  t.equal(limited.statusCode, 429, 'the tenth registration in a minute from one address')
+  t.ok(limited.headers['retry-after'])
+})
+
+t.test('loopback redirects match on any port, and only there', async t => {
+  const app = await build(t)
+  const reg = await app.inject({
+    method: 'POST',
+    url: '/oauth/register',
+    payload: { redirect_uris: ['http://127.0.0.1/cb', 'https://app.example.com/cb'], token_endpoint_auth_method: 'none' }
+  })
+  const clientId = reg.json().client_id
+  const user = app.userSessions.sign({ sub: 'u', orgRefId: 'o', entityRefIds: ['e'] })
+  const authorize = (redirectUri: string) => app.inject({
+    method: 'GET',
+    url: '/oauth/authorize?' + new URLSearchParams({
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256'
+    }).toString(),
+    headers: bearer(user)
+  })
+  t.equal((await authorize('http://127.0.0.1:51000/cb')).statusCode, 200, 'another port')
+  for (const uri of ['http://127.0.0.1:51000/other', 'http://localhost:51000/cb', 'https://app.example.com:8443/cb',
+    'http://user@127.0.0.1:51000/cb']) {
+    const res = await authorize(uri)
+    t.equal(res.statusCode, 400, uri)
+    t.equal(res.json().error, 'invalid_request')
+  }
+})
+
+async function metadataServer (t: Test, respond: (clientId: string, res: import('node:http').ServerResponse) => void) {
+  const { key, cert } = selfSigned()
+  const server: Server = createHttpsServer({ key, cert }, (req, res) => {
+    const port = (server.address() as AddressInfo).port
+    respond(`https://127.0.0.1:${port}${req.url}`, res)
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    server.closeAllConnections()
+    return new Promise<void>(resolve => server.close(() => resolve()))
+  })
+  return `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+t.test('client metadata documents that are refused', async t => {
+  const open = await build(t, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: selfSigned().caFile })
+  const guarded = await build(t)
+  const good = (clientId: string) => ({
+    client_id: clientId, client_name: 'Doc', redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none'
+  })
+  const base = await metadataServer(t, (clientId, res) => {
+    const path = new URL(clientId).pathname
+    if (path === '/token.json') t.fail('the token endpoint does not fetch documents it has not seen')
+    if (path === '/slow.json') return // never answers
+    if (path === '/large.json') {
+      return res.end(JSON.stringify({ ...good(clientId), padding: 'x'.repeat(6 * 1024) }))
+    }
+    if (path === '/other.json') return res.end(JSON.stringify(good('https://evil.example/client.json')))
+    if (path === '/moved.json') return res.writeHead(302, { location: '/good.json' }).end()
+    if (path === '/secret.json') return res.end(JSON.stringify({ ...good(clientId), client_secret: 's' }))
+    if (path === '/http.json') return res.end(JSON.stringify({ ...good(clientId), redirect_uris: ['http://evil.example/cb'] }))
+    res.end(JSON.stringify(good(clientId)))
+  })
+  const authorize = (app: AppInstance, clientId: string) => app.inject({
+    method: 'GET',
+    url: '/oauth/authorize?' + new URLSearchParams({
+      client_id: clientId,
+      redirect_uri: 'http://127.0.0.1:5000/cb',
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256'
+    }).toString(),
+    headers: bearer(app.userSessions.sign({ sub: 'u', orgRefId: 'o', entityRefIds: ['e'] }))
+  })
+  t.equal((await authorize(open, `${base}/good.json`)).statusCode, 200, 'a good document')
+  const refused: Array<[AppInstance, string, RegExp]> = [
+    [guarded, `${base}/private.json`, /private or reserved address/],
+    [guarded, 'https://localhost:9/client.json', /private or reserved address/],
+    [open, `${base}/slow.json`, /did not arrive within 3000 ms/],
+    [open, `${base}/large.json`, /larger than 5120 bytes/],
+    [open, `${base}/other.json`, /client_id .* is not its URL/],
+    [open, `${base}/moved.json`, /redirects are not followed/],
+    [open, `${base}/secret.json`, /must not carry a client secret/],
+    [open, `${base}/http.json`, /http is allowed only on a loopback address/]
+  ]
+  for (const [app, clientId, message] of refused) {
+    const res = await authorize(app, clientId)
+    t.equal(res.statusCode, 400, `${clientId}: ${res.body}`)
+    t.equal(res.json().error, 'invalid_client', clientId)
+    t.match(res.json().error_description, message)
+    t.notOk(res.headers.location, 'never redirected')
+  }
+  const token = await guarded.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: { grant_type: 'refresh_token', refresh_token: 'x', client_id: `${base}/token.json` }
+  })
+  t.equal(token.statusCode, 401, 'at the token endpoint an unknown document is invalid_client, and not fetched')
+  t.equal(token.json().error, 'invalid_client')
+})
+
+t.test('resource indicators (RFC 8707) and audiences', async t => {
+  const { app, origin } = await serve(t)
+  const installed = await install(app)
+  const refresh = (resource: string) => app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: {
+      grant_type: 'refresh_token',
+      refresh_token: installed.refreshToken,
+      resource,
+      client_id: installed.clientId,
+      client_secret: installed.clientSecret
+    }
+  })
+  const other = await refresh('https://evil.example/other')
+  t.equal(other.statusCode, 400)
+  t.equal(other.json().error, 'invalid_target')
+
+  const mcp = async (token: string) => fetch(`${origin}/mcp`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream'
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })
+  })
+  const claims = JSON.parse(Buffer.from(installed.accessToken.split('.')[1]!, 'base64url').toString())
+  const header = { alg: 'RS256', typ: 'at+jwt', kid: app.accessTokens.kid }
+  const minted = (aud: unknown) => forge(header, { ...claims, aud }, rs256With(SIGNING_KEY))
+  const foreign = await mcp(minted('https://other.example/api'))
+  t.equal(foreign.status, 401, 'a token for another resource is refused at /mcp')
+  t.match(foreign.headers.get('www-authenticate'), /error="invalid_token"/)
+  t.match(foreign.headers.get('www-authenticate'),
+    `resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`)
+  t.not((await mcp(minted(`${origin}/mcp`))).status, 401, 'a token for the MCP endpoint alone is accepted there')
+  const onlyMcp = await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(minted(`${origin}/mcp`)) })
+  t.equal(onlyMcp.statusCode, 401, '... and not on the public API')
+})
+
+t.test('browser-based clients may run discovery, registration and the token exchange from their own origin',
+  async t => {
+    const app = await build(t)
+    const origin = { origin: 'http://localhost:6274' }
+    const paths = ['/oauth/token', '/oauth/register', '/oauth/revoke', '/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-protected-resource/mcp', '/.well-known/jwks.json']
+    for (const path of paths) {
+      const pre = await app.inject({
+        method: 'OPTIONS',
+        url: path,
+        headers: {
+          ...origin,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type'
+        }
+      })
+      t.equal(pre.statusCode, 204, `preflight of ${path}`)
+      t.equal(pre.headers['access-control-allow-origin'], '*')
+    }
+    const metadata = await app.inject({
+      method: 'GET', url: '/.well-known/oauth-authorization-server', headers: origin
+    })
+    t.equal(metadata.headers['access-control-allow-origin'], '*', 'the metadata is readable cross-origin')
+    const refused = await app.inject({
+      method: 'POST', url: '/oauth/token', headers: origin, payload: { client_id: 'x' }
+    })
+    t.equal(refused.statusCode, 401)
+    t.equal(refused.headers['access-control-allow-origin'], '*', 'so is an error, which the client must read')
+    const page = await app.inject({ method: 'GET', url: '/oauth/authorize', headers: origin })
+    t.equal(page.headers['access-control-allow-origin'], undefined, 'the consent page is not opened to other origins')
+  })

@@ -1,0 +1,487 @@
+import t from 'tap'
+import { bearer, build, install, pkcePair, REDIRECT_URI, unique } from '../../../support/helper.js'
+import type { AppInstance } from '../../../../app.js'
+
+const jsonPost = (app: AppInstance, url: string, body: unknown, headers: Record<string, string> = {}) =>
+  app.inject({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/json', ...headers },
+    payload: JSON.stringify(body)
+  })
+
+async function registerApp (app: AppInstance, scopes = ['invoices:read', 'bills:read']) {
+  const ownerToken = app.userSessions.sign({ sub: unique('dev'), orgRefId: 'devorg', entityRefIds: [] })
+  const res = await jsonPost(
+    app,
+    '/apps',
+    { slug: unique('app').replace('_', '-'), name: 'Ledger Sync', redirect_uris: [REDIRECT_URI], scopes },
+    bearer(ownerToken)
+  )
+  const body = res.json()
+  return { clientId: body.client_id as string, clientSecret: body.client_secret as string, ownerToken }
+}
+
+function userFor (app: AppInstance) {
+  const org = unique('org')
+  const entity = unique('ent')
+  return { org, entity, token: app.userSessions.sign({ sub: unique('user'), orgRefId: org, entityRefIds: [entity] }) }
+}
+
+t.test('authorization request', async t => {
+  const app = await build(t)
+  const client = await registerApp(app)
+  const user = userFor(app)
+  const { challenge } = pkcePair()
+  const query = (over: Record<string, string | undefined> = {}) => {
+    const p = new URLSearchParams()
+    const all: Record<string, string | undefined> = {
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'invoices:read',
+      state: 'st<1>',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      org_ref_id: user.org,
+      entity_ref_id: user.entity,
+      ...over
+    }
+    for (const [k, v] of Object.entries(all)) if (v !== undefined) p.set(k, v)
+    return '/oauth/authorize?' + p.toString()
+  }
+  const get = (url: string, headers: Record<string, string> = bearer(user.token)) =>
+    app.inject({ method: 'GET', url, headers })
+
+  await t.test('shows the consent page to a member, from the cookie or the header', async t => {
+    for (const headers of [bearer(user.token), { cookie: `other=1; session=${user.token}` }]) {
+      const res = await get(query(), headers)
+      t.equal(res.statusCode, 200)
+      t.match(res.headers['content-type'], /^text\/html/)
+      t.equal(res.headers['x-frame-options'], 'DENY')
+      t.match(res.headers['content-security-policy'], /frame-ancestors 'none'/)
+      t.match(res.body, 'Ledger Sync')
+      t.match(res.body, user.entity)
+      t.match(res.body, 'Read your invoices')
+      t.match(res.body, 'value="st&lt;1&gt;"', 'state is escaped')
+      t.notMatch(res.body, 'st<1>')
+      t.match(res.body, 'value="allow"')
+      t.match(res.body, 'value="deny"')
+    }
+  })
+
+  await t.test('errors that must not redirect', async t => {
+    let res = await get(query({ client_id: 'app_nope' }))
+    t.equal(res.statusCode, 400)
+    t.same(res.json(), {
+      error: 'invalid_request',
+      message: 'Unknown client_id.',
+      error_description: 'Unknown client_id.'
+    })
+    res = await get(query({ redirect_uri: 'https://evil.example/cb' }))
+    t.equal(res.statusCode, 400)
+    t.equal(res.json().error, 'invalid_request')
+    t.notOk(res.headers.location)
+    res = await get(query(), {})
+    t.equal(res.statusCode, 401)
+    t.same(res.json(), { error: 'invalid_token', message: 'Missing user session.' })
+    res = await get(query(), bearer('garbage'))
+    t.equal(res.statusCode, 401)
+    const other = app.userSessions.sign({ sub: 'u2', orgRefId: user.org, entityRefIds: ['another-entity'] })
+    res = await get(query(), bearer(other))
+    t.equal(res.statusCode, 403)
+    t.equal(res.json().error, 'forbidden')
+  })
+
+  await t.test('errors that redirect back with state', async t => {
+    const cases: Array<[Record<string, string | undefined>, string]> = [
+      [{ code_challenge: undefined }, 'invalid_request'],
+      [{ code_challenge: 'short' }, 'invalid_request'],
+      [{ code_challenge_method: 'plain' }, 'invalid_request'],
+      [{ code_challenge_method: undefined }, 'invalid_request'],
+      [{ resource: 'https://evil.example/other' }, 'invalid_target'],
+      [{ response_type: 'token' }, 'unsupported_response_type'],
+      [{ scope: 'customers:read' }, 'invalid_scope']
+    ]
+    for (const [over, error] of cases) {
+      const res = await get(query(over))
+      t.equal(res.statusCode, 302, JSON.stringify(over))
+      const loc = new URL(res.headers.location as string)
+      t.equal(loc.origin + loc.pathname, REDIRECT_URI)
+      t.equal(loc.searchParams.get('error'), error, JSON.stringify(over))
+      t.equal(loc.searchParams.get('state'), 'st<1>')
+      t.equal(loc.searchParams.get('iss'), 'http://gateway.test')
+    }
+  })
+
+  await t.test('deny redirects with access_denied and creates nothing', async t => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/oauth/authorize',
+      headers: { ...bearer(user.token), 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({
+        ...Object.fromEntries(new URL('http://x' + query()).searchParams),
+        decision: 'deny'
+      }).toString()
+    })
+    t.equal(res.statusCode, 302)
+    const loc = new URL(res.headers.location as string)
+    t.equal(loc.searchParams.get('error'), 'access_denied')
+    t.equal(loc.searchParams.get('state'), 'st<1>')
+    const installs = await app.inject({
+      method: 'GET',
+      url: `/orgs/${user.org}/entities/${user.entity}/installs`,
+      headers: bearer(user.token)
+    })
+    t.same(installs.json(), { installs: [] })
+  })
+
+  await t.test('a cross-site form post with the session cookie is refused', async t => {
+    const params = { ...Object.fromEntries(new URL('http://x' + query()).searchParams), decision: 'allow' }
+    for (const headers of [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }]) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/oauth/authorize',
+        headers: { cookie: `session=${user.token}`, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        payload: new URLSearchParams(params).toString()
+      })
+      t.equal(res.statusCode, 403)
+      t.equal(res.json().error, 'forbidden')
+    }
+    const same = await app.inject({
+      method: 'POST',
+      url: '/oauth/authorize',
+      headers: {
+        cookie: `session=${user.token}`,
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: 'http://gateway.test',
+        'sec-fetch-site': 'same-origin'
+      },
+      payload: new URLSearchParams(params).toString()
+    })
+    t.equal(same.statusCode, 302)
+    t.ok(new URL(same.headers.location as string).searchParams.get('code'))
+  })
+
+  await t.test('the decision must be allow or deny', async t => {
+    const res = await jsonPost(
+      app,
+      '/oauth/authorize',
+      { client_id: client.clientId, decision: 'maybe' },
+      bearer(user.token)
+    )
+    t.equal(res.statusCode, 400)
+    t.equal(res.json().error, 'validation_error')
+  })
+})
+
+t.test('token endpoint: authorization_code grant', async t => {
+  const app = await build(t)
+  const client = await registerApp(app)
+  const user = userFor(app)
+
+  async function code (challenge: string): Promise<string> {
+    const res = await jsonPost(
+      app,
+      '/oauth/authorize',
+      {
+        client_id: client.clientId,
+        redirect_uri: REDIRECT_URI,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        org_ref_id: user.org,
+        entity_ref_id: user.entity,
+        decision: 'allow'
+      },
+      bearer(user.token)
+    )
+    return new URL(res.headers.location as string).searchParams.get('code')!
+  }
+  const creds = { client_id: client.clientId, client_secret: client.clientSecret }
+  const basic = 'Basic ' + Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')
+
+  await t.test('client authentication errors', async t => {
+    let res = await jsonPost(app, '/oauth/token', { grant_type: 'authorization_code' })
+    t.equal(res.statusCode, 401)
+    t.equal(res.json().error, 'invalid_client')
+    t.equal(res.headers['cache-control'], 'no-store')
+    res = await jsonPost(app, '/oauth/token', {
+      grant_type: 'authorization_code',
+      client_id: client.clientId,
+      client_secret: 'wrong'
+    })
+    t.equal(res.statusCode, 401)
+    t.same(res.json(), {
+      error: 'invalid_client',
+      message: 'Client authentication failed.',
+      error_description: 'Client authentication failed.'
+    })
+    res = await jsonPost(
+      app,
+      '/oauth/token',
+      { grant_type: 'authorization_code' },
+      { authorization: 'Basic ' + Buffer.from(`${client.clientId}:nope`).toString('base64') }
+    )
+    t.equal(res.statusCode, 401)
+    t.equal(res.headers['www-authenticate'], 'Basic realm="oauth"')
+    res = await jsonPost(app, '/oauth/token', { grant_type: 'authorization_code', ...creds }, { authorization: basic })
+    t.equal(res.statusCode, 400)
+    t.equal(res.json().error, 'invalid_request', 'two authentication methods at once')
+  })
+
+  await t.test('request errors', async t => {
+    const empty = await app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/json' },
+      payload: ''
+    })
+    t.equal(empty.statusCode, 400)
+    t.equal(empty.json().error, 'invalid_request', 'an empty body')
+    t.equal(empty.headers['cache-control'], 'no-store')
+    const repeated = await app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'grant_type=refresh_token&grant_type=refresh_token&refresh_token=x' +
+      `&client_id=${client.clientId}&client_secret=${client.clientSecret}`
+    })
+    t.equal(repeated.json().error, 'invalid_request', 'a repeated parameter (RFC 6749 3.2)')
+    t.equal((await jsonPost(app, '/oauth/token', { grant_type: 5, ...creds })).json().error, 'invalid_request')
+    t.equal(
+      (await jsonPost(app, '/oauth/revoke', { ...creds })).json().error,
+      'invalid_request',
+      'revoke without token'
+    )
+    let res = await jsonPost(app, '/oauth/token', { ...creds })
+    t.equal(res.statusCode, 400)
+    t.equal(res.json().error, 'invalid_request')
+    res = await jsonPost(app, '/oauth/token', { grant_type: 'password', ...creds })
+    t.equal(res.statusCode, 400)
+    t.equal(res.json().error, 'unsupported_grant_type')
+    res = await jsonPost(app, '/oauth/token', { grant_type: 'authorization_code', ...creds })
+    t.equal(res.statusCode, 400)
+    t.equal(res.json().error, 'invalid_request')
+    res = await jsonPost(app, '/oauth/token', {
+      grant_type: 'authorization_code',
+      code: 'x',
+      redirect_uri: REDIRECT_URI,
+      code_verifier: 'short',
+      ...creds
+    })
+    t.equal(res.statusCode, 400)
+    t.equal(res.json().error, 'invalid_request')
+  })
+
+  await t.test('grant errors', async t => {
+    const { verifier, challenge } = pkcePair()
+    const c = await code(challenge)
+    const body = {
+      grant_type: 'authorization_code',
+      code: c,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+      ...creds
+    }
+    const bad = async (over: Record<string, string>, why: string) => {
+      const res = await jsonPost(app, '/oauth/token', { ...body, ...over })
+      t.equal(res.statusCode, 400, why)
+      t.equal(res.json().error, 'invalid_grant', why)
+    }
+    await bad({ code_verifier: pkcePair().verifier }, 'PKCE verifier mismatch')
+    await bad({ redirect_uri: 'https://app.example.com/other' }, 'redirect_uri mismatch')
+    await bad({ code: 'mac_unknown' }, 'unknown code')
+    const other = await registerApp(app)
+    await bad({ client_id: other.clientId, client_secret: other.clientSecret }, "another client's code")
+
+    const form = await app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
+      payload: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: c,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier
+      }).toString()
+    })
+    t.equal(form.statusCode, 200, 'form-encoded with HTTP Basic')
+    const tokens = form.json()
+    t.same(Object.keys(tokens).sort(), [
+      'access_token',
+      'expires_in',
+      'install_id',
+      'refresh_token',
+      'scope',
+      'token_type'
+    ])
+    t.equal(tokens.token_type, 'Bearer')
+    t.equal(tokens.expires_in, 3600)
+    t.equal(tokens.scope, 'invoices:read bills:read')
+    t.equal(form.headers['cache-control'], 'no-store')
+
+    await bad({}, 'a code is single use')
+    const refreshed = await jsonPost(app, '/oauth/token', {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+      ...creds
+    })
+    t.equal(refreshed.statusCode, 400, 'replaying the code revoked the tokens issued with it')
+    t.equal(refreshed.json().error, 'invalid_grant')
+  })
+
+  await t.test('a code expires after 60 s', async t => {
+    const { verifier, challenge } = pkcePair()
+    const c = await code(challenge)
+    // Time travel: age the code in the database rather than sleeping for a minute.
+    await app.db.query(
+      `update authorization_codes set expires_at = now() - interval '1 second'
+        where client_id = $1 and used_at is null`,
+      [client.clientId]
+    )
+    const res = await jsonPost(app, '/oauth/token', {
+      grant_type: 'authorization_code',
+      code: c,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+      ...creds
+    })
+    t.equal(res.statusCode, 400)
+    t.same(res.json().error, 'invalid_grant')
+  })
+})
+
+t.test('refresh tokens rotate, with a grace window and reuse detection', async t => {
+  const app = await build(t)
+  const i = await install(app)
+  const creds = { client_id: i.clientId, client_secret: i.clientSecret }
+  const refresh = (token: string) =>
+    jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
+  const me = (token: string) => app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(token) })
+
+  const r0 = i.refreshToken
+  const first = await refresh(r0)
+  t.equal(first.statusCode, 200)
+  const r1 = first.json().refresh_token
+  t.not(r1, r0, 'rotated')
+  t.equal((await me(first.json().access_token)).statusCode, 200)
+
+  const retry = await refresh(r0)
+  t.equal(retry.statusCode, 200, 'the token just replaced still works within 30 s (a lost response)')
+  const r1b = retry.json().refresh_token
+  t.not(r1b, r1, 'the successor the client never received is replaced (presenting it again: test/races.test.ts)')
+
+  const second = await refresh(r1b)
+  t.equal(second.statusCode, 200)
+  const r2 = second.json().refresh_token
+
+  const reuse = await refresh(r0)
+  t.equal(reuse.statusCode, 400, 'an older token is reuse')
+  t.same(reuse.json().error, 'invalid_grant')
+  const after = await refresh(r2)
+  t.equal(after.statusCode, 400, 'reuse revoked every refresh token of the install')
+})
+
+t.test('the grace window closes after 30 s', async t => {
+  const app = await build(t)
+  const i = await install(app)
+  const creds = { client_id: i.clientId, client_secret: i.clientSecret }
+  const refresh = (token: string) =>
+    jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
+  const r1 = (await refresh(i.refreshToken)).json().refresh_token
+  await app.db.query(
+    `update refresh_tokens set replaced_at = replaced_at - interval '31 seconds'
+      where install_id = $1 and replaced_at is not null`,
+    [i.installId]
+  )
+  t.equal((await refresh(i.refreshToken)).statusCode, 400)
+  t.equal((await refresh(r1)).statusCode, 400, 'reuse after the window revokes the current token too')
+})
+
+t.test('a code issued before a key disable is dead after the enable', async t => {
+  const app = await build(t)
+  const client = await registerApp(app)
+  const user = userFor(app)
+  const { verifier, challenge } = pkcePair()
+  const decision = await jsonPost(
+    app,
+    '/oauth/authorize',
+    {
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      org_ref_id: user.org,
+      entity_ref_id: user.entity,
+      decision: 'allow'
+    },
+    bearer(user.token)
+  )
+  const code = new URL(decision.headers.location as string).searchParams.get('code')
+  await app.inject({
+    method: 'POST',
+    url: `/apps/${client.clientId}/api-key/disable`,
+    headers: bearer(client.ownerToken)
+  })
+  await app.inject({
+    method: 'POST',
+    url: `/apps/${client.clientId}/api-key/enable`,
+    headers: bearer(client.ownerToken)
+  })
+  const res = await jsonPost(app, '/oauth/token', {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: REDIRECT_URI,
+    code_verifier: verifier,
+    client_id: client.clientId,
+    client_secret: client.clientSecret
+  })
+  t.equal(res.statusCode, 400)
+  t.equal(res.json().error, 'invalid_grant')
+})
+
+t.test('refresh after key disable, uninstall and revoke', async t => {
+  const app = await build(t)
+  const i = await install(app)
+  const creds = { client_id: i.clientId, client_secret: i.clientSecret }
+  const refresh = (token: string) =>
+    jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
+  const owner = bearer(i.ownerToken)
+
+  await app.inject({ method: 'POST', url: `/apps/${i.clientId}/api-key/disable`, headers: owner })
+  let res = await refresh(i.refreshToken)
+  t.equal(res.statusCode, 401)
+  t.same(res.json().error, 'invalid_client', 'the token endpoint refuses a disabled key')
+  await app.inject({ method: 'POST', url: `/apps/${i.clientId}/api-key/enable`, headers: owner })
+  res = await refresh(i.refreshToken)
+  t.equal(res.statusCode, 400, 'a refresh token issued before the disable stays dead after enable')
+  t.equal(res.json().error, 'invalid_grant')
+
+  const j = await install(app, { app: i })
+  const other = await install(app)
+  res = await jsonPost(app, '/oauth/revoke', {
+    token: j.refreshToken,
+    client_id: other.clientId,
+    client_secret: other.clientSecret
+  })
+  t.equal(res.statusCode, 200, "another client's token: 200, untouched")
+  t.equal((await refresh(j.refreshToken)).statusCode, 200)
+  const latest = await install(app, { app: i })
+  res = await jsonPost(app, '/oauth/revoke', { token: latest.refreshToken, ...creds })
+  t.equal(res.statusCode, 200)
+  t.equal((await refresh(latest.refreshToken)).statusCode, 400, 'revoked')
+  res = await jsonPost(app, '/oauth/revoke', { token: 'mrt_unknown', ...creds })
+  t.equal(res.statusCode, 200, 'unknown tokens: 200')
+  res = await jsonPost(app, '/oauth/revoke', { token: 'x' })
+  t.equal(res.statusCode, 401, 'revocation needs client authentication')
+
+  const k = await install(app)
+  await app.inject({ method: 'DELETE', url: `/installs/${k.installId}`, headers: bearer(k.userToken) })
+  res = await jsonPost(app, '/oauth/token', {
+    grant_type: 'refresh_token',
+    refresh_token: k.refreshToken,
+    client_id: k.clientId,
+    client_secret: k.clientSecret
+  })
+  t.equal(res.statusCode, 400)
+  t.equal(res.json().error, 'invalid_grant', 'uninstalled')
+})
