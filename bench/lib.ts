@@ -204,7 +204,7 @@ export function devSecrets (dataDir: string): Record<string, string> {
 
 /**
  * The test helpers a benchmark borrows for its setup (the OAuth install journey, a self-signed certificate).
- * test/helper.ts makes a database of its own when DATABASE_URL is set, and drops it at beforeExit, which
+ * test/support/helper.ts makes a database of its own when DATABASE_URL is set, and drops it at beforeExit, which
  * `process.exit` skips: benchmarks take their database from BENCH_DATABASE_URL only, so it is imported without.
  */
 export async function testHelpers () {

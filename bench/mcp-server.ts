@@ -5,7 +5,7 @@
  *   node --expose-gc --import tsx bench/mcp-server.ts
  *
  * with an IPC channel and these environment variables (DATABASE_URL is deliberately not used, so that
- * test/helper.ts, imported for `install()`, does not create a database of its own):
+ * test/support/helper.ts, imported for `install()`, does not create a database of its own):
  *
  *   BENCH_SERVER_DATABASE_URL   the (fresh, empty) Postgres database of the run
  *   BENCH_SERVER_DATA_DIR       a temporary DATA_DIR (generated development secrets)

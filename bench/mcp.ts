@@ -115,7 +115,7 @@ class ServerProcess {
     if (CPU_PROF) args.push('--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`)
     args.push('--import', 'tsx', join(HERE, 'mcp-server.ts'))
     const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env }
-    // test/helper.ts makes a database of its own when DATABASE_URL is set.
+    // test/support/helper.ts makes a database of its own when DATABASE_URL is set.
     delete childEnv.DATABASE_URL
     const child = spawn(process.execPath, args, {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: childEnv, cwd: join(HERE, '..')

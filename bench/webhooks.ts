@@ -616,7 +616,7 @@ function printWorkload (r: WorkloadResult, concurrency: number): void {
 // ---------------------------------------------------------------------------------------------------------------
 
 async function main (cleanups: Cleanup[]): Promise<void> {
-  // test/helper.ts makes (and drops at beforeExit, which process.exit skips) a database of its own when
+  // test/support/helper.ts makes (and drops at beforeExit, which process.exit skips) a database of its own when
   // DATABASE_URL is set; this benchmark takes its database from BENCH_DATABASE_URL only, so it is imported without.
   delete process.env.DATABASE_URL
   const { install } = await import('../test/support/helper.js')
