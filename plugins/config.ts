@@ -46,12 +46,16 @@ export const EnvSchema = Type.Object({
   WEBHOOK_WORKER: Type.Optional(Bool),
   WEBHOOK_CONCURRENCY: Type.Optional(Int(1, 1_000)),
   WEBHOOK_LEASE_SECONDS: Type.Optional(Int(1, 3_600)),
+  WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: Type.Optional(Int(1, 300)),
   WEBHOOK_REPLAY_LIMIT: Type.Optional(Int(1, 1_000_000)),
   MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
   MCP_ALLOW_ANONYMOUS: Type.Optional(Bool),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 24, description: 'at least 24 characters' })),
   LOGIN_URL: Type.Optional(Url),
   REGISTRATION_RATE_LIMIT: Type.Optional(Int(1, 1_000_000)),
+  CLIENT_METADATA_TIMEOUT_SECONDS: Type.Optional(
+    Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description: 'a number of seconds (decimals allowed)' })
+  ),
   LOG_LEVEL: Type.Optional(
     Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map(l => Type.Literal(l)),
@@ -107,6 +111,8 @@ export interface Config {
   webhookConcurrency: number
   /** How long a claim lasts; a dead worker's deliveries are retried after it. Longer than an attempt's 15 s. */
   webhookLeaseSeconds: number
+  /** How long one delivery attempt may take in all (connecting, sending, the answer); then it is a time-out. */
+  webhookAttemptTimeoutSeconds: number
   /** Deliveries one replay request enqueues at most. */
   webhookReplayLimit: number
   mcpAllowedOrigins: string[]
@@ -118,6 +124,8 @@ export interface Config {
   loginUrl: string | undefined
   /** Dynamic client registrations a minute per client IP (POST /oauth/register). */
   registrationRateLimit: number
+  /** How long fetching a Client ID Metadata Document may take, connection to last byte. */
+  clientMetadataTimeoutSeconds: number
   logLevel: string
   nodeEnv: 'development' | 'production' | 'test'
   /** Names of the secrets that were generated into DATA_DIR rather than configured. */
@@ -321,11 +329,13 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookWorker: flag(env.WEBHOOK_WORKER, true),
     webhookConcurrency: Number(env.WEBHOOK_CONCURRENCY ?? 64),
     webhookLeaseSeconds: Number(env.WEBHOOK_LEASE_SECONDS ?? 60),
+    webhookAttemptTimeoutSeconds: Number(env.WEBHOOK_ATTEMPT_TIMEOUT_SECONDS ?? 15),
     webhookReplayLimit: Number(env.WEBHOOK_REPLAY_LIMIT ?? 10_000),
     mcpAllowedOrigins: origins,
     mcpAllowAnonymous: flag(env.MCP_ALLOW_ANONYMOUS, false),
     loginUrl: env.LOGIN_URL,
     registrationRateLimit: Number(env.REGISTRATION_RATE_LIMIT ?? 10),
+    clientMetadataTimeoutSeconds: Number(env.CLIENT_METADATA_TIMEOUT_SECONDS ?? 3),
     metricsToken: env.METRICS_TOKEN,
     logLevel: env.LOG_LEVEL ?? 'info',
     nodeEnv,

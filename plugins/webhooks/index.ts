@@ -27,7 +27,7 @@ export default fp(async (app) => {
   })
   const metrics = app.hasDecorator('metrics') ? app.metrics : undefined
   const worker = app.config.webhookWorker
-    ? new DeliveryWorker(store, app.db, app.config, app.log, metrics?.deliveryAttempt)
+    ? new DeliveryWorker(store, app.db, app.config, app.log, { observe: metrics?.deliveryAttempt, clock: app.clock })
     : null
   if (metrics) {
     // One query per scrape for both gauges.

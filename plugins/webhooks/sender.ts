@@ -4,6 +4,7 @@ import { serviceSignature, standardSignature, type SigningKey } from './signing.
 import { guardedAgent, refusedLiteral } from './target-guard.js'
 
 export const CONNECT_TIMEOUT_MS = 5_000
+/** An attempt's time-out in all, unless WEBHOOK_ATTEMPT_TIMEOUT_SECONDS says otherwise. */
 export const TOTAL_TIMEOUT_MS = 15_000
 const KEPT_RESPONSE_BYTES = 4096
 
@@ -36,7 +37,14 @@ export interface Attempt {
   keys: SigningKey[]
 }
 
-function classOf (code: string | undefined, name: string): ErrorClass {
+/** What the worker needs of a sender: tests give it one that answers without a network. */
+export interface AttemptSender {
+  send (a: Attempt): Promise<Outcome>
+  close (): Promise<void>
+}
+
+/** The error class of a failed request, from its error code (or its cause's) and the error's name. */
+export function classOf (code: string | undefined, name: string): ErrorClass {
   if (name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout'
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return 'connect_timeout'
   if (code === 'ECONNREFUSED') return 'connection_refused'
@@ -51,22 +59,31 @@ const flat = (headers: Record<string, string | string[] | undefined>): Record<st
   Object.fromEntries(Object.entries(headers).filter(([, v]) => v !== undefined)
     .map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v!]))
 
-function parseRetryAfter (value: string | string[] | undefined): number | null {
+/** Retry-After in seconds: a number of seconds, or an HTTP date (from `now`); null when absent or unreadable. */
+export function parseRetryAfter (value: string | string[] | undefined, now = Date.now()): number | null {
   const v = Array.isArray(value) ? value[0] : value
   if (!v) return null
   if (/^\d+$/.test(v)) return Number(v)
   const at = Date.parse(v)
-  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - Date.now()) / 1000))
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000))
 }
 
 /** Sends signed deliveries over HTTPS, only ever to addresses the target guard approved. */
-export class Sender {
+export class Sender implements AttemptSender {
   private readonly agent: Agent
+  private readonly timeoutMs: number
 
-  constructor (private readonly opts: { allowPrivate: boolean, caFile: string | undefined, connections: number }) {
+  constructor (private readonly opts: {
+    allowPrivate: boolean
+    caFile: string | undefined
+    connections: number
+    /** The attempt's time-out in all (TOTAL_TIMEOUT_MS by default). */
+    timeoutMs?: number
+  }) {
+    this.timeoutMs = opts.timeoutMs ?? TOTAL_TIMEOUT_MS
     this.agent = guardedAgent(opts, {
       connectTimeoutMs: CONNECT_TIMEOUT_MS,
-      responseTimeoutMs: TOTAL_TIMEOUT_MS,
+      responseTimeoutMs: this.timeoutMs,
       connections: opts.connections
     })
   }
@@ -108,7 +125,7 @@ export class Sender {
       const res = await request(url, {
         method: 'POST',
         dispatcher: this.agent,
-        signal: AbortSignal.timeout(TOTAL_TIMEOUT_MS),
+        signal: AbortSignal.timeout(this.timeoutMs),
         headers,
         body: a.body
       })
@@ -141,7 +158,7 @@ export class Sender {
       const errorClass = classOf(code, e.name)
       const message =
         errorClass === 'timeout'
-          ? `timed out after ${TOTAL_TIMEOUT_MS / 1000} s`
+          ? `timed out after ${this.timeoutMs / 1000} s`
           : errorClass === 'connect_timeout'
             ? `connect timed out after ${CONNECT_TIMEOUT_MS / 1000} s`
             : `${code ?? e.name}: ${e.cause?.message ?? e.message}`

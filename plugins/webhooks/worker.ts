@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { FastifyBaseLogger } from 'fastify'
+import { systemClock, type Clock } from '../../lib/clock.js'
 import type { Config } from '../config.js'
 import { DatabaseUnavailableError, type Db } from '../db/index.js'
-import { Sender, TOTAL_TIMEOUT_MS, type Outcome } from './sender.js'
+import { Sender, type AttemptSender, type Outcome } from './sender.js'
 import { decryptSecret } from './signing.js'
 import {
   WAKEUP_CHANNEL,
@@ -22,7 +23,8 @@ const SLOW_PER_SUBSCRIPTION = 2
 /** Slow subscriptions a worker remembers (the oldest forgotten first): each costs a few bytes and a claim filter. */
 const KNOWN_SLOW_MAX = 5_000
 const FLUSH_BATCH = 500
-const DRAIN_MS = TOTAL_TIMEOUT_MS + 2_000
+/** How long stop() waits for attempts in flight beyond their own time-out, to record them. */
+const DRAIN_MARGIN_MS = 2_000
 
 /** What a worker has done so far: for /health-style checks, tests and benchmarks. Times in milliseconds. */
 export interface WorkerStatus {
@@ -38,18 +40,22 @@ export interface WorkerStatus {
   flushMs: number
 }
 
-/** When the next attempt is due after a failed one, or null when the schedule is spent (docs/rules.md#retries). */
+/**
+ * When the next attempt is due after a failed one, or null when the schedule is spent (docs/rules.md#retries).
+ * `random` (in [0, 1)) places the jitter, ±20 % of the scheduled wait.
+ */
 export function nextAttemptAt (
   schedule: number[],
   attempt: number,
   retryAfterS: number | null,
-  now = Date.now()
+  now = Date.now(),
+  random: () => number = Math.random
 ): Date | null {
   const base = schedule[attempt - 1]
   if (base === undefined) return null
   const scheduled = base * 1000
   const wait =
-    retryAfterS !== null ? Math.min(retryAfterS * 1000, 2 * scheduled) : scheduled * (0.8 + Math.random() * 0.4)
+    retryAfterS !== null ? Math.min(retryAfterS * 1000, 2 * scheduled) : scheduled * (0.8 + random() * 0.4)
   return new Date(now + wait)
 }
 
@@ -83,15 +89,19 @@ export function counterUpdates (results: AttemptResult[]): CounterUpdate[] {
   return [...bySubscription.values()]
 }
 
-/** Which subscriptions a flush pushed over a disabling threshold: a 410 at once, or a long enough failing streak. */
-function crossedThresholds (
+/**
+ * Which subscriptions a flush pushed over a disabling threshold: a 410 at once, or a failing streak both long enough
+ * (`maxFailures`) and old enough (`maxHours` before `now`).
+ */
+export function crossedThresholds (
   rows: Array<{ id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }>,
   updates: CounterUpdate[],
   maxFailures: number,
-  maxHours: number
+  maxHours: number,
+  now = Date.now()
 ): Array<{ id: string, reason: DisabledReason }> {
   const gone = new Set(updates.filter(u => u.gone).map(u => u.subscriptionId))
-  const cutoff = Date.now() - maxHours * 3600_000
+  const cutoff = now - maxHours * 3600_000
   return rows
     .filter(r => r.is_active)
     .flatMap((r): Array<{ id: string, reason: DisabledReason }> => {
@@ -105,6 +115,20 @@ function crossedThresholds (
 
 /** What became of one attempt: `retrying` has a next attempt scheduled, `failed` was the last one. */
 export type AttemptOutcome = 'delivered' | 'retrying' | 'failed' | 'gone'
+
+export interface WorkerOptions {
+  /** Told of every attempt's outcome and duration (metrics). */
+  observe?: (outcome: AttemptOutcome, seconds: number) => void
+  /**
+   * Where the worker reads the time of its decisions: when an attempt happened, when its retry falls due, how old
+   * a failing streak is (`app.clock`). Waiting (the poll, the drain on stop) is in real time whatever the clock.
+   */
+  clock?: Clock
+  /** Sends the attempts: HTTPS through the target guard by default. */
+  sender?: AttemptSender
+  /** The retries' jitter (Math.random by default). */
+  random?: () => number
+}
 
 /** Claims due deliveries, attempts them concurrently, and records the results in batches. */
 export class DeliveryWorker {
@@ -121,7 +145,10 @@ export class DeliveryWorker {
     flushMs: 0
   }
 
-  private readonly sender: Sender
+  private readonly sender: AttemptSender
+  private readonly observe: (outcome: AttemptOutcome, seconds: number) => void
+  private readonly clock: Clock
+  private readonly random: () => number
   /** Slow attempts in flight (ClaimedDelivery.slow), by subscription and by tenant: the lanes claim() respects. */
   private readonly slowBySubscription = new Map<string, number>()
   private readonly slowByTenant = new Map<string, number>()
@@ -141,13 +168,16 @@ export class DeliveryWorker {
     private readonly db: Db,
     private readonly config: Config,
     private readonly log: FastifyBaseLogger,
-    /** Told of every attempt's outcome and duration (metrics). */
-    private readonly observe: (outcome: AttemptOutcome, seconds: number) => void = () => {}
+    opts: WorkerOptions = {}
   ) {
-    this.sender = new Sender({
+    this.observe = opts.observe ?? (() => {})
+    this.clock = opts.clock ?? systemClock
+    this.random = opts.random ?? Math.random
+    this.sender = opts.sender ?? new Sender({
       allowPrivate: config.webhookAllowPrivateTargets,
       caFile: config.webhookCaFile,
-      connections: config.webhookConcurrency
+      connections: config.webhookConcurrency,
+      timeoutMs: config.webhookAttemptTimeoutSeconds * 1000
     })
   }
 
@@ -183,7 +213,7 @@ export class DeliveryWorker {
     clearInterval(this.reaper)
     this.signal()
     await this.loopDone
-    const deadline = Date.now() + DRAIN_MS
+    const deadline = Date.now() + this.config.webhookAttemptTimeoutSeconds * 1000 + DRAIN_MARGIN_MS
     while (this.status.inFlight > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
     await this.flush()
     await this.sender.close()
@@ -294,7 +324,7 @@ export class DeliveryWorker {
         return
       }
       const attempt = d.attempts + 1
-      const attemptedAt = new Date()
+      const attemptedAt = new Date(this.clock.now())
       let outcome: Outcome
       try {
         const key = this.config.webhookSecretKey
@@ -328,7 +358,7 @@ export class DeliveryWorker {
       const succeeded = outcome.status >= 200 && outcome.status < 300
       const next = succeeded || outcome.status === 410
         ? null
-        : nextAttemptAt(this.config.webhookRetrySchedule, attempt, outcome.retryAfterS)
+        : nextAttemptAt(this.config.webhookRetrySchedule, attempt, outcome.retryAfterS, this.clock.now(), this.random)
       const result: AttemptOutcome = succeeded
         ? 'delivered'
         : outcome.status === 410 ? 'gone' : next ? 'retrying' : 'failed'
@@ -382,7 +412,8 @@ export class DeliveryWorker {
       .tx(async q => {
         await this.store.record(q, batch)
         const updates = counterUpdates(batch)
-        const crossed = crossedThresholds(await this.store.applyCounters(q, updates), updates, maxFailures, maxHours)
+        const rows = await this.store.applyCounters(q, updates)
+        const crossed = crossedThresholds(rows, updates, maxFailures, maxHours, this.clock.now())
         for (const reason of ['gone', 'consecutive_failures'] as const) {
           await this.store.disable(
             q,
