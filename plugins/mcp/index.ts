@@ -148,7 +148,8 @@ export default fp(
     const sessions = createSessions({
       newServer,
       idleMs: app.config.mcpSessionIdleMinutes * 60_000,
-      authInfo: authInfoOf
+      authInfo: authInfoOf,
+      now: () => app.clock.now()
     })
     // Strict: 2025-era requests never reach it (they go to the sessions), so it serves 2026-07-28 alone.
     const statelessHandler = createMcpHandler(() => newServer(), {

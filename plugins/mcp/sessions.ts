@@ -17,12 +17,14 @@ export interface Session {
 /**
  * The 2025-11-25 sessions of this instance: each an SDK server and its streamable-HTTP transport, in memory, so a
  * load balancer must keep a session on the instance that opened it (docs/scaling.md). Sessions idle for `idleMs`
- * are closed.
+ * on `now` (the app's clock) are closed: by a periodic sweep, and at once when one is counted or asked for, so that
+ * an expired session is never served nor counted, whenever the sweep last ran.
  */
 export function createSessions (opts: {
   newServer: () => Server
   idleMs: number
   authInfo: (principal: Principal) => AuthInfo
+  now: () => number
 }) {
   const sessions = new Map<string, Session>()
 
@@ -34,20 +36,21 @@ export function createSessions (opts: {
     await session.server.close().catch(() => {})
   }
 
-  const sweeper = setInterval(
-    () => {
-      const cutoff = Date.now() - opts.idleMs
-      for (const [id, s] of sessions) if (s.lastSeen < cutoff) close(id).catch(() => {})
-    },
-    Math.min(30_000, Math.max(100, opts.idleMs / 4))
-  )
+  const expired = (s: Session): boolean => s.lastSeen < opts.now() - opts.idleMs
+
+  /** Closes the expired sessions; each leaves the map at once, its transport and server close after. */
+  function sweep (): void {
+    for (const [id, s] of sessions) if (expired(s)) close(id).catch(() => {})
+  }
+
+  const sweeper = setInterval(sweep, Math.min(30_000, Math.max(100, opts.idleMs / 4)))
   sweeper.unref()
 
   async function open (principal: Principal | null): Promise<Session> {
     const entry: Session = {
       server: opts.newServer(),
       installId: principal?.installId ?? null,
-      lastSeen: Date.now(),
+      lastSeen: opts.now(),
       transport: new NodeStreamableHTTPServerTransport({
         sessionIdGenerator: randomUUID,
         onsessioninitialized: id => {
@@ -64,7 +67,10 @@ export function createSessions (opts: {
   }
 
   return {
-    size: () => sessions.size,
+    size: (): number => {
+      sweep()
+      return sessions.size
+    },
 
     /**
      * The session a request belongs to, or a new one for an `initialize` without a session id; otherwise the error
@@ -79,12 +85,16 @@ export function createSessions (opts: {
       const header = request.headers['mcp-session-id']
       const sessionId = Array.isArray(header) ? header[0] : header
       if (sessionId) {
-        const session = sessions.get(sessionId)
+        let session = sessions.get(sessionId)
+        if (session && expired(session)) {
+          close(sessionId).catch(() => {})
+          session = undefined
+        }
         if (!session || session.installId !== (principal?.installId ?? null)) {
           sendError(reply, errors.mcpSessionNotFound())
           return undefined
         }
-        session.lastSeen = Date.now()
+        session.lastSeen = opts.now()
         return { session, opened: false }
       }
       if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
