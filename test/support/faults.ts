@@ -194,8 +194,10 @@ export interface Outcome {
   error?: string
   retryAfter?: string
   body?: { error?: string }
-  /** When it was sent (performance.now()), for failures. */
+  /** When it was sent (performance.now()). */
   at?: number
+  /** Its number in the load (`inFlight()`), for the load's own requests. */
+  n?: number
 }
 
 export type RequestMaker = (n: number) => {
@@ -218,12 +220,15 @@ export function startLoad (
   const pool = new Pool(base, { connections: opts.concurrency ?? 8 })
   const outcomes: Outcome[] = []
   const state = { running: true }
+  /** The numbers of the requests sent and not yet answered (or failed). */
+  const pending = new Set<number>()
   let n = 0
   const loop = async (): Promise<void> => {
     while (state.running) {
-      const maker = makers[n % makers.length]!
-      const r = maker(n++)
+      const k = n++
+      const r = makers[k % makers.length]!(k)
       const started = performance.now()
+      pending.add(k)
       try {
         const res = await pool.request({
           method: r.method,
@@ -241,11 +246,15 @@ export function startLoad (
           status: res.statusCode,
           ms: performance.now() - started,
           retryAfter: res.headers['retry-after'] as string | undefined,
-          body
+          body,
+          at: started,
+          n: k
         })
+        pending.delete(k)
       } catch (err) {
         const error = (err as { code?: string }).code ?? String(err)
-        outcomes.push({ kind: r.kind, status: 0, ms: performance.now() - started, error, at: started })
+        outcomes.push({ kind: r.kind, status: 0, ms: performance.now() - started, error, at: started, n: k })
+        pending.delete(k)
         await sleep(20)
       }
     }
@@ -253,6 +262,22 @@ export function startLoad (
   const loops = Array.from({ length: opts.concurrency ?? 8 }, loop)
   return {
     outcomes,
+    /** The numbers of the requests in flight now. */
+    inFlight: (): number[] => [...pending],
+    /**
+     * Resolves once every request in flight now has been answered, or has failed (the client's own time-out ends a
+     * request that hangs): a fault that lasts until then outlasts every wait it caused.
+     */
+    async settled (what: string): Promise<void> {
+      const now = [...pending]
+      await eventually(() => now.every(k => !pending.has(k)), { interval: 10, timeout: 60_000, what })
+    },
+    /** Resolves once `count` answers sent after `since` (performance.now()) pass `test`. */
+    async answered (what: string, since: number, count: number, test: (o: Outcome) => boolean): Promise<Outcome[]> {
+      const found = () => outcomes.filter(o => o.at! >= since && test(o))
+      await eventually(() => found().length, { until: c => c >= count, interval: 10, timeout: 60_000, what })
+      return found()
+    },
     /** Stops the load (again: a no-op) and returns every outcome. */
     async stop (): Promise<Outcome[]> {
       if (!state.running) return outcomes
