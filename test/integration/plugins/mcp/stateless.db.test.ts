@@ -15,6 +15,13 @@ async function serve (t: Test, env: Record<string, string> = {}): Promise<{ app:
   return { app, base: `http://127.0.0.1:${(app.server.address() as { port: number }).port}` }
 }
 
+// One app for the file, over real HTTP (the SDK client needs it), tokens required. The tests' requests come from
+// 127.0.0.1, together under the 120 a minute of one address; the rate limits' tests send theirs from addresses of
+// their own.
+const { app, base } = await serve(t)
+// A second app: anonymous callers allowed; on Postgres, also the second instance beside the first.
+const anonymous = await serve(t, { MCP_ALLOW_ANONYMOUS: 'true' })
+
 /** An SDK 2.x client pinned to the stateless revision; `fetch` may send each request elsewhere. */
 async function statelessClient (t: Test, url: string, token: string, fetch?: FetchLike): Promise<Client> {
   const client = new Client({ name: 'tap', version: '1.0.0' }, { versionNegotiation: { mode: { pin: REVISION } } })
@@ -32,9 +39,27 @@ const ENVELOPE = {
   'io.modelcontextprotocol/clientCapabilities': {}
 }
 
+/** Where a raw request goes: an app's port, or `app.inject` from an address of the test's own (its own budgets). */
+type Target = string | { app: AppInstance, from: string }
+
+/** POST /mcp to `target`; an injected answer is made a fetch Response, so that every test reads answers alike. */
+async function post (target: Target, init: { headers: Record<string, string>, body: string }): Promise<Response> {
+  if (typeof target === 'string') return fetch(`${target}/mcp`, { method: 'POST', ...init })
+  const res = await target.app.inject({
+    method: 'POST',
+    url: '/mcp',
+    remoteAddress: target.from,
+    headers: init.headers,
+    payload: init.body
+  })
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(res.headers)) if (value !== undefined) headers.set(name, String(value))
+  return new Response(res.body === '' ? null : res.body, { status: res.statusCode, headers })
+}
+
 /** One stateless JSON-RPC request over raw HTTP, with the headers the revision requires. */
 function rawCall (
-  base: string,
+  base: Target,
   token: string | undefined,
   method: string,
   params: Record<string, unknown> = {},
@@ -42,8 +67,7 @@ function rawCall (
 ): Promise<Response> {
   const revision = opts.revision ?? REVISION
   const name = typeof params.name === 'string' ? params.name : typeof params.uri === 'string' ? params.uri : undefined
-  return fetch(`${base}/mcp`, {
-    method: 'POST',
+  return post(base, {
     headers: {
       accept: 'application/json, text/event-stream',
       'content-type': 'application/json',
@@ -63,8 +87,7 @@ function rawCall (
 }
 
 /** The 2025 handshake over raw HTTP, asking for `revision`. */
-const initialize = (base: string, token: string, revision: string) => fetch(`${base}/mcp`, {
-  method: 'POST',
+const initialize = (base: Target, token: string, revision: string) => post(base, {
   headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json', ...bearer(token) },
   body: JSON.stringify({
     jsonrpc: '2.0',
@@ -77,7 +100,6 @@ const initialize = (base: string, token: string, revision: string) => fetch(`${b
 const structured = (result: unknown) => (result as { structuredContent: Record<string, unknown> }).structuredContent
 
 t.test('the SDK 2.x client, pinned to 2026-07-28: discover, tools = catalog, whoami = /me, webhook tools', async t => {
-  const { app, base } = await serve(t)
   const i = await install(app)
   const client = await statelessClient(t, `${base}/mcp`, i.accessToken)
 
@@ -145,7 +167,6 @@ t.test('the SDK 2.x client, pinned to 2026-07-28: discover, tools = catalog, who
 })
 
 t.test('the same checks as 2025-11-25: scopes, tenant, no token, a bad token, anonymous', async t => {
-  const { app, base } = await serve(t)
   const narrow = await install(app, { scopes: ['invoices:read'] })
   const client = await statelessClient(t, `${base}/mcp`, narrow.accessToken)
   const bills = await client.callTool({ name: 'list_bills', arguments: {} })
@@ -184,7 +205,6 @@ t.test('the same checks as 2025-11-25: scopes, tenant, no token, a bad token, an
   })
   t.same(still.json().subscriptions.map((s: { _id: string }) => s._id), [theirs.json().id], 'and stays active')
 
-  const anonymous = await serve(t, { MCP_ALLOW_ANONYMOUS: 'true' })
   const topics = await rawCall(anonymous.base, undefined, 'tools/call', { name: 'list_webhook_topics', arguments: {} })
   t.equal(topics.status, 200, 'anonymous, where allowed: public tools answer')
   t.match(await topics.json(), { result: { structuredContent: { topics: Array }, resultType: 'complete' } })
@@ -194,7 +214,6 @@ t.test('the same checks as 2025-11-25: scopes, tenant, no token, a bad token, an
 })
 
 t.test('version negotiation: what each kind of client gets', async t => {
-  const { app, base } = await serve(t)
   const i = await install(app)
 
   const unknown = await rawCall(base, i.accessToken, 'tools/list', {}, { revision: '2027-01-01' })
@@ -266,30 +285,29 @@ t.test('version negotiation: what each kind of client gets', async t => {
 })
 
 t.test('rate limit: 60 stateless requests a minute per install, then 429; other installs are not affected', async t => {
-  const { app, base } = await serve(t)
+  const target = { app, from: '192.0.2.20' }
   const [i, j] = await Promise.all([install(app), install(app)])
   for (let n = 1; n <= 60; n++) {
-    const res = await rawCall(base, i.accessToken, 'tools/list', {}, { id: n })
+    const res = await rawCall(target, i.accessToken, 'tools/list', {}, { id: n })
     if (res.status !== 200) t.fail(`request ${n} got ${res.status}`)
     await res.text()
   }
-  const limited = await rawCall(base, i.accessToken, 'tools/list', {}, { id: 61 })
+  const limited = await rawCall(target, i.accessToken, 'tools/list', {}, { id: 61 })
   t.equal(limited.status, 429, 'the 61st request of one install in a minute')
   t.same(await limited.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
   t.ok(Number(limited.headers.get('retry-after')) > 0, 'with Retry-After')
-  const other = await rawCall(base, j.accessToken, 'tools/list')
+  const other = await rawCall(target, j.accessToken, 'tools/list')
   t.equal(other.status, 200, 'another install has its own budget')
   await other.text()
-  const badToken = await rawCall(base, 'not.a.token', 'tools/list')
+  const badToken = await rawCall(target, 'not.a.token', 'tools/list')
   t.equal(badToken.status, 401, 'a bad token is refused as such, not counted against anyone')
   await badToken.text()
 
   // The install's 2025-11-25 sessions keep their own budget.
-  const init = await initialize(base, i.accessToken, '2025-11-25')
+  const init = await initialize(target, i.accessToken, '2025-11-25')
   t.equal(init.status, 200, 'a session opens for the same install')
   await init.text()
-  const ping = await fetch(`${base}/mcp`, {
-    method: 'POST',
+  const ping = await post(target, {
     headers: {
       accept: 'application/json, text/event-stream',
       'content-type': 'application/json',
@@ -304,23 +322,24 @@ t.test('rate limit: 60 stateless requests a minute per install, then 429; other 
 })
 
 t.test('rate limit: stateless requests without a token count per client IP', async t => {
-  const { app, base } = await serve(t, { MCP_ALLOW_ANONYMOUS: 'true', MCP_RATE_LIMIT_SESSION: '3' })
-  const i = await install(app)
+  const target = { app: anonymous.app, from: '192.0.2.21' }
+  const i = await install(anonymous.app)
   const statuses = []
-  for (let n = 0; n < 4; n++) {
-    const res = await rawCall(base, undefined, 'tools/list')
+  for (let n = 0; n <= 60; n++) {
+    const res = await rawCall(target, undefined, 'tools/list')
     statuses.push(res.status)
     await res.text()
   }
-  t.same(statuses, [200, 200, 200, 429], 'three a minute from one IP, then 429')
-  const withToken = await rawCall(base, i.accessToken, 'tools/list')
+  t.same(statuses, [...Array(60).fill(200), 429], 'sixty a minute from one IP, then 429')
+  const withToken = await rawCall(target, i.accessToken, 'tools/list')
   t.equal(withToken.status, 200, 'an install from the same IP has its own budget')
   await withToken.text()
 })
 
 t.test('two instances on one Postgres: the SDK 2.x client alternating between them', { skip: postgres }, async t => {
-  const a = await serve(t)
-  const b = await serve(t)
+  // The file's two apps, on the one database of this file (anonymous callers allowed on one: no matter here).
+  const a = { app, base }
+  const b = anonymous
   const i: Installed = await install(a.app)
   const hits: string[] = []
   // Every request of the client goes to the other instance than the one before.
@@ -350,7 +369,6 @@ t.test('two instances on one Postgres: the SDK 2.x client alternating between th
 })
 
 t.test('a plain stateless tools/call and the SDK answer alike', async t => {
-  const { app, base } = await serve(t)
   const i = await install(app)
   // Only the envelope in _meta: the plain path. A progress token beside it: the SDK's server.
   type Params = Record<string, unknown>
