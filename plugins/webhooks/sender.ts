@@ -72,6 +72,7 @@ export function parseRetryAfter (value: string | string[] | undefined, now = Dat
 export class Sender implements AttemptSender {
   private readonly agent: Agent
   private readonly timeoutMs: number
+  private readonly connectTimeoutMs: number
 
   constructor (private readonly opts: {
     allowPrivate: boolean
@@ -81,8 +82,10 @@ export class Sender implements AttemptSender {
     timeoutMs?: number
   }) {
     this.timeoutMs = opts.timeoutMs ?? TOTAL_TIMEOUT_MS
+    // The abort signal does not end a connection attempt (a TLS handshake that never completes): its own bound does.
+    this.connectTimeoutMs = Math.min(CONNECT_TIMEOUT_MS, this.timeoutMs)
     this.agent = guardedAgent(opts, {
-      connectTimeoutMs: CONNECT_TIMEOUT_MS,
+      connectTimeoutMs: this.connectTimeoutMs,
       responseTimeoutMs: this.timeoutMs,
       connections: opts.connections
     })
@@ -160,7 +163,7 @@ export class Sender implements AttemptSender {
         errorClass === 'timeout'
           ? `timed out after ${this.timeoutMs / 1000} s`
           : errorClass === 'connect_timeout'
-            ? `connect timed out after ${CONNECT_TIMEOUT_MS / 1000} s`
+            ? `connect timed out after ${this.connectTimeoutMs / 1000} s`
             : `${code ?? e.name}: ${e.cause?.message ?? e.message}`
       return failed(errorClass, message.slice(0, 500))
     }
