@@ -1,12 +1,7 @@
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { InjectOptions } from 'fastify'
 import t from 'tap'
 import { bearer, build, install } from '../../support/helper.js'
-import { cli } from '../../support/processes.js'
 
 type Json = Record<string, any>
 type Example = { summary?: string, value: unknown }
@@ -28,8 +23,9 @@ const examplesOf = (media: Json): Example[] =>
     ? Object.values<Example>(media.examples)
     : media.example === undefined ? [] : [{ value: media.example }]
 
+const app = await build(t)
+
 t.test('the OpenAPI document is valid 3.1 and complete', async t => {
-  const app = await build(t)
   const res = await app.inject({ method: 'GET', url: '/public/v1/openapi.json' })
   t.equal(res.statusCode, 200)
   const doc = res.json()
@@ -172,7 +168,6 @@ t.test('the OpenAPI document is valid 3.1 and complete', async t => {
 })
 
 t.test('the documented errors are the ones the routes answer', async t => {
-  const app = await build(t)
   const doc = (await app.inject({ method: 'GET', url: '/public/v1/openapi.json' })).json()
   const inst = await install(app, { scopes: ['invoices:read'] })
   const T = `/public/v1/orgs/${inst.orgRefId}/entities/${inst.entityRefId}`
@@ -233,16 +228,4 @@ t.test('the documented errors are the ones the routes answer', async t => {
     t.ok(bodies.some(b => JSON.stringify(b) === JSON.stringify(res.json())),
       `${method} ${path}: ${res.body} is one of its documented examples`)
   }
-})
-
-t.test('npm run openapi writes the document without a server', async t => {
-  const dir = mkdtempSync(join(tmpdir(), 'mg-openapi-test-'))
-  const out = join(dir, 'openapi.json')
-  execFileSync(...cli('openapi', '--out', out), {
-    env: { ...process.env, DATABASE_URL: '', DATA_DIR: dir, LOG_LEVEL: 'silent' },
-    stdio: 'pipe'
-  })
-  const doc = JSON.parse(readFileSync(out, 'utf8'))
-  t.equal(doc.openapi, '3.1.0')
-  t.ok(doc.paths['/public/v1/me'])
 })
