@@ -133,13 +133,3 @@ t.test('usage errors name what is wrong, exit 2 and do nothing', async t => {
   }
   t.same(await state.changed(), { files: [], tables: 0 }, 'no data directory written, no table made')
 })
-
-t.test('user-token takes repeated and comma-separated entities', async t => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
-  const args = ['user-token', '--sub', 'u1', '--org', 'o1', '--entity', 'e1,e2', '--entity', 'e3', '--ttl', '60']
-  const run = await runCli(args, { DATA_DIR: dataDir, DATABASE_URL: '' })
-  t.equal(run.code, 0, run.stderr)
-  const claims = JSON.parse(Buffer.from(run.stdout.trim().split('.')[1]!, 'base64url').toString('utf8'))
-  t.match(claims, { sub: 'u1', org_ref_id: 'o1', entity_ref_ids: ['e1', 'e2', 'e3'] })
-  t.equal(claims.exp - claims.iat, 60, '--ttl')
-})

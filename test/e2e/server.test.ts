@@ -23,8 +23,14 @@ function start (env: Record<string, string>) {
   return { child, exited, output: () => out, errors: () => err }
 }
 
+// Processes that each open the embedded database: past tap's 120 s on a loaded machine, beside other files.
+t.setTimeout(300_000)
+
+/** The first test's data directory and the client it registered, for the client-key test (no second start). */
+const served = { dataDir: '', clientId: '' }
+
 t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM', async t => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'mg-server-'))
+  const dataDir = served.dataDir = mkdtempSync(join(tmpdir(), 'mg-server-'))
   const started = performance.now()
   const s = start({ DATA_DIR: dataDir })
   t.teardown(() => {
@@ -41,6 +47,14 @@ t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM
   t.match(s.output(), 'user-token', 'and at the next step')
   t.match(s.output(), 'dev secrets', 'says the secrets were generated')
   t.equal((await fetch(`${url}/health/ready`)).status, 200)
+  // A self-registered client, which only the command line can disable (the client-key test below).
+  const registered = await fetch(`${url}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' })
+  })
+  t.equal(registered.status, 201, 'registers a client')
+  served.clientId = ((await registered.json()) as { client_id: string }).client_id
 
   s.child.kill('SIGTERM')
   t.equal(await s.exited, 0, 'exits 0 on SIGTERM')
@@ -81,40 +95,33 @@ t.test('the command line: user-token and migrate', async t => {
   t.match(migrated, /"applied":\["001_access.sql"/, 'applies the migrations')
   t.match(run('migrate'), 'database is up to date', 'and only once')
 
-  const token = run('user-token', '--sub', 'dev-1', '--org', 'org_a', '--entity', 'ent_1', '--entity', 'ent_2').trim()
+  // Repeated and comma-separated entities, and a lifetime. (A missing --org is a usage error: test/e2e/cli.test.ts.)
+  const token = run('user-token', '--sub', 'dev-1', '--org', 'org_a', '--entity', 'ent_1,ent_2', '--entity', 'ent_3',
+    '--ttl', '60').trim()
   const { createVerifier } = await import('fast-jwt')
   const verify = createVerifier({
     key: loadConfig({ DATA_DIR: dataDir }).userSessionSecret,
     algorithms: ['HS256'],
     allowedAud: 'user_session'
   })
+  const claims = verify(token)
   t.match(
-    verify(token),
-    { sub: 'dev-1', org_ref_id: 'org_a', entity_ref_ids: ['ent_1', 'ent_2'], aud: 'user_session' },
+    claims,
+    { sub: 'dev-1', org_ref_id: 'org_a', aud: 'user_session' },
     'signed with the configured secret, as the accounting system would'
   )
-  t.throws(() => run('user-token', '--sub', 'x'), 'refuses without --org and --entity')
+  t.same(claims.entity_ref_ids, ['ent_1', 'ent_2', 'ent_3'], 'takes repeated and comma-separated entities')
+  t.equal(claims.exp - claims.iat, 60, '--ttl')
 })
 
 t.test('the command line: client-key disables a self-registered client, which has no owner to do it', async t => {
   const { execFileSync } = await import('node:child_process')
   const { loadConfig } = await import('../../plugins/config.js')
   const { buildApp } = await import('../../app.js')
-  const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
+  // The first test's service, stopped: its database holds a client registered over HTTP.
+  const { dataDir, clientId } = served
+  t.ok(clientId, 'the first test registered a client')
   const env = { DATABASE_URL: '', DATA_DIR: dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test' as const }
-  const open = async () => {
-    const app = await buildApp({ ...loadConfig(env), webhookWorker: false })
-    await app.ready()
-    return app
-  }
-  let app = await open()
-  const registered = await app.inject({
-    method: 'POST',
-    url: '/oauth/register',
-    payload: { redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' }
-  })
-  const clientId = registered.json().client_id as string
-  await app.close()
 
   const run = (...args: string[]) => execFileSync(...cli(...args), {
     env: { ...process.env, ...env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe']
@@ -122,8 +129,9 @@ t.test('the command line: client-key disables a self-registered client, which ha
   t.same(JSON.parse(run('client-key', 'disable', clientId)), { client_id: clientId, api_key_enabled: false })
   t.throws(() => run('client-key', 'disable', 'app_nope'), 'an unknown client_id fails')
 
-  app = await open()
+  const app = await buildApp({ ...loadConfig(env), webhookWorker: false })
   t.teardown(() => app.close())
+  await app.ready()
   const token = await app.inject({
     method: 'POST',
     url: '/oauth/token',
