@@ -28,8 +28,11 @@ interface Served {
   userToken: string
 }
 
-/** The service over real HTTP; outbound fetches (metadata documents) may reach 127.0.0.1 and trust the test CA. */
-async function serve (t: Test): Promise<Served> {
+/**
+ * The service over real HTTP, one for the file (none when the tests are skipped); outbound fetches (metadata
+ * documents) may reach 127.0.0.1 and trust the test CA.
+ */
+async function serve (): Promise<Pick<Served, 'app' | 'origin'>> {
   const port = await freePort()
   const origin = `http://127.0.0.1:${port}`
   const app = await build(t, {
@@ -39,6 +42,13 @@ async function serve (t: Test): Promise<Served> {
     WEBHOOK_CA_FILE: selfSigned().caFile
   })
   await app.listen({ port, host: '127.0.0.1' })
+  return { app, origin }
+}
+const service = SKIP ? undefined : await serve()
+
+/** A person of an organisation of their own, with two entities, signed in to the file's service. */
+function person (): Served {
+  const { app, origin } = service!
   const org = unique('org')
   const entities: [string, string] = [unique('ent'), unique('ent')]
   const userToken = app.userSessions.sign({ sub: unique('user'), orgRefId: org, entityRefIds: entities })
@@ -131,7 +141,7 @@ const METADATA: OAuthClientMetadata = {
 }
 
 t.test('DCR public client with a loopback redirect on a random port', { skip: SKIP }, async t => {
-  const s = await serve(t)
+  const s = person()
   // The native app's own listener: the browser really comes back to it, on a port chosen now.
   const codes: string[] = []
   const listener = createHttpServer((req, res) => {
@@ -156,7 +166,7 @@ t.test('DCR public client with a loopback redirect on a random port', { skip: SK
 })
 
 t.test('DCR client with a cursor:// redirect', { skip: SKIP }, async t => {
-  const s = await serve(t)
+  const s = person()
   const redirect = 'cursor://anysphere.cursor-mcp/oauth/callback'
   const provider = new MemoryProvider(redirect, { ...METADATA, client_name: 'Cursor', redirect_uris: [redirect] })
   await signIn(t, s, provider, async url => {
@@ -171,7 +181,7 @@ t.test('DCR client with a cursor:// redirect', { skip: SKIP }, async t => {
 })
 
 t.test('CIMD client whose metadata document is served over HTTPS', { skip: SKIP }, async t => {
-  const s = await serve(t)
+  const s = person()
   const { key, cert } = selfSigned()
   let fetched = 0
   const docServer = createHttpsServer({ key, cert }, (req, res) => {
@@ -205,7 +215,7 @@ t.test('CIMD client whose metadata document is served over HTTPS', { skip: SKIP 
 })
 
 t.test('a pre-registered confidential app still signs in', { skip: SKIP }, async t => {
-  const s = await serve(t)
+  const s = person()
   const developer = s.app.userSessions.sign({ sub: unique('dev'), orgRefId: unique('devorg'), entityRefIds: [] })
   const created = await s.app.inject({
     method: 'POST',
