@@ -88,6 +88,7 @@ export type TokenSurface = 'public' | 'mcp'
 export default fp(
   async app => {
     const { tokenSigningKey, publicBaseUrl, accessTokenMaxLifetime } = app.config
+    const { clock } = app
     const mcpResource = knownResources(app.config).mcp
     const publicJwk = createPublicKey(tokenSigningKey).export({ format: 'jwk' })
     const kid = thumbprint(publicJwk)
@@ -145,9 +146,9 @@ export default fp(
           if (!verified.has(key) && verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!)
           verified.set(key, entry)
         }
-        // Checked on every use: the surface asked for, and the clock.
+        // Checked on every use: the surface asked for, and the time (the app's clock).
         if (!(surface === 'mcp' ? entry.forMcp : entry.forPublic)) throw errors.invalidAccessToken()
-        if (entry.claims.exp * 1000 <= Date.now()) throw errors.accessTokenExpired()
+        if (entry.claims.exp * 1000 <= clock.now()) throw errors.accessTokenExpired()
         return entry.claims
       }
     })
