@@ -130,7 +130,7 @@ export default fp(
     const metadata = new ClientMetadataFetcher({
       allowPrivate: app.config.webhookAllowPrivateTargets,
       caFile: app.config.webhookCaFile
-    })
+    }, Math.round(app.config.clientMetadataTimeoutSeconds * 1000))
     app.addHook('onClose', () => metadata.close())
 
     /** Fetches a metadata document and stores the client it describes, its slug kept across fetches. */

@@ -5,6 +5,7 @@ import { guardedAgent, refusedLiteral, type OutboundPolicy } from './webhooks/ta
 
 /** The draft's suggestion: a metadata document is small; anything larger is not one. */
 export const MAX_DOCUMENT_BYTES = 5 * 1024
+/** The default limit on one fetch; CLIENT_METADATA_TIMEOUT_SECONDS sets another. */
 export const FETCH_TIMEOUT_MS = 3_000
 /** Without caching headers a document is fetched again after an hour; however long it says, at most a day. */
 const DEFAULT_MAX_AGE_S = 3_600
@@ -53,10 +54,11 @@ const header = (v: string | string[] | undefined): string | undefined => (Array.
 export class ClientMetadataFetcher {
   private readonly agent: Agent
 
-  constructor (private readonly policy: OutboundPolicy) {
+  /** `timeoutMs`: the limit on one fetch, connection to last byte (CLIENT_METADATA_TIMEOUT_SECONDS). */
+  constructor (private readonly policy: OutboundPolicy, private readonly timeoutMs = FETCH_TIMEOUT_MS) {
     this.agent = guardedAgent(policy, {
-      connectTimeoutMs: FETCH_TIMEOUT_MS,
-      responseTimeoutMs: FETCH_TIMEOUT_MS,
+      connectTimeoutMs: timeoutMs,
+      responseTimeoutMs: timeoutMs,
       connections: 16
     })
   }
@@ -85,7 +87,7 @@ export class ClientMetadataFetcher {
       res = await request(url, {
         method: 'GET',
         dispatcher: this.agent,
-        signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+        signal: AbortSignal.timeout(this.timeoutMs),
         headers: { accept: 'application/json', 'user-agent': `marketplace-gateway/${VERSION}` }
       })
     } catch (err) {
@@ -95,7 +97,7 @@ export class ClientMetadataFetcher {
         throw new ClientMetadataError('The client metadata document is at a private or reserved address.')
       }
       if (e.name === 'TimeoutError' || (code !== undefined && /TIMEOUT/.test(code))) {
-        throw new ClientMetadataError(`The client metadata document did not arrive within ${FETCH_TIMEOUT_MS} ms.`)
+        throw new ClientMetadataError(`The client metadata document did not arrive within ${this.timeoutMs} ms.`)
       }
       throw new ClientMetadataError(`The client metadata document could not be fetched (${code ?? e.name}).`)
     }
@@ -124,7 +126,7 @@ export class ClientMetadataFetcher {
         chunks.push(chunk as Buffer)
       }
     } catch {
-      throw new ClientMetadataError(`The client metadata document did not arrive within ${FETCH_TIMEOUT_MS} ms.`)
+      throw new ClientMetadataError(`The client metadata document did not arrive within ${this.timeoutMs} ms.`)
     }
     if (size > MAX_DOCUMENT_BYTES) throw tooLarge
     return {
