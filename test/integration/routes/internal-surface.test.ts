@@ -2,10 +2,12 @@ import t from 'tap'
 import { bearer, build, install, REDIRECT_URI, unique } from '../../support/helper.js'
 import { forge, hs256With } from '../../support/jwt-forge.js'
 
+// One app for the file: every test makes its own users, apps and installs.
+const app = await build(t)
+
 const json = (token: string) => ({ ...bearer(token), 'content-type': 'application/json' })
 
 t.test('a marketplace token on internal user routes', async t => {
-  const app = await build(t)
   const i = await install(app)
   const routes: Array<[string, string]> = [
     ['GET', '/apps'],
@@ -24,7 +26,6 @@ t.test('a marketplace token on internal user routes', async t => {
 })
 
 t.test('a user session must expire: one without exp is refused', async t => {
-  const app = await build(t)
   const claims = { sub: 'dev-user', org_ref_id: 'org_1', entity_ref_ids: ['ent_1'], aud: 'user_session' }
   const noExp = forge({ alg: 'HS256', typ: 'JWT' }, claims, hs256With(app.config.userSessionSecret))
   const refused = await app.inject({ method: 'GET', url: '/apps', headers: bearer(noExp) })
@@ -36,7 +37,6 @@ t.test('a user session must expire: one without exp is refused', async t => {
 })
 
 t.test('app registration', async t => {
-  const app = await build(t)
   const dev = app.userSessions.sign({ sub: unique('dev'), orgRefId: 'o', entityRefIds: [] })
   const slug = unique('ledger').replace('_', '-')
   const body = { slug, name: 'Ledger', redirect_uris: [REDIRECT_URI], scopes: ['invoices:read', 'bom:read'] }
@@ -106,7 +106,6 @@ t.test('app registration', async t => {
 })
 
 t.test('installs of an entity, and uninstall by a user of that org only', async t => {
-  const app = await build(t)
   const i = await install(app)
   const list = await app.inject({
     method: 'GET',
@@ -160,7 +159,6 @@ t.test('installs of an entity, and uninstall by a user of that org only', async 
 })
 
 t.test('hostile bodies get clear errors, never a 500', async t => {
-  const app = await build(t)
   const dev = app.userSessions.sign({ sub: unique('dev'), orgRefId: 'o', entityRefIds: [] })
   const send = (payload: string, contentType = 'application/json') =>
     app.inject({ method: 'POST', url: '/apps', headers: { ...bearer(dev), 'content-type': contentType }, payload })
@@ -209,7 +207,6 @@ t.test('hostile bodies get clear errors, never a 500', async t => {
 })
 
 t.test('hostile input that reaches the database or the router still gets a catalog error', async t => {
-  const app = await build(t)
   const i = await install(app)
   const nul = await app.inject({
     method: 'POST',
@@ -254,7 +251,6 @@ t.test('hostile input that reaches the database or the router still gets a catal
 })
 
 t.test('oversized headers over real HTTP get a JSON body and a request id', async t => {
-  const app = await build(t)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
   const res = await fetch(`http://127.0.0.1:${port}/health`, { headers: { 'x-filler': 'a'.repeat(20_000) } })
@@ -264,7 +260,6 @@ t.test('oversized headers over real HTTP get a JSON body and a request id', asyn
 })
 
 t.test('a DELETE labelled JSON with an empty body is a DELETE without a body', async t => {
-  const app = await build(t)
   const i = await install(app)
   const res = await app.inject({
     method: 'DELETE',

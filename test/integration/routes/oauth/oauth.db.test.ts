@@ -2,6 +2,9 @@ import t from 'tap'
 import { bearer, build, install, pkcePair, REDIRECT_URI, unique } from '../../../support/helper.js'
 import type { AppInstance } from '../../../../app.js'
 
+// One app for the file: every test registers its own clients and users.
+const app = await build(t)
+
 const jsonPost = (app: AppInstance, url: string, body: unknown, headers: Record<string, string> = {}) =>
   app.inject({
     method: 'POST',
@@ -29,7 +32,6 @@ function userFor (app: AppInstance) {
 }
 
 t.test('authorization request', async t => {
-  const app = await build(t)
   const client = await registerApp(app)
   const user = userFor(app)
   const { challenge } = pkcePair()
@@ -175,7 +177,6 @@ t.test('authorization request', async t => {
 })
 
 t.test('token endpoint: authorization_code grant', async t => {
-  const app = await build(t)
   const client = await registerApp(app)
   const user = userFor(app)
 
@@ -351,7 +352,6 @@ t.test('token endpoint: authorization_code grant', async t => {
 })
 
 t.test('refresh tokens rotate, with a grace window and reuse detection', async t => {
-  const app = await build(t)
   const i = await install(app)
   const creds = { client_id: i.clientId, client_secret: i.clientSecret }
   const refresh = (token: string) =>
@@ -368,7 +368,7 @@ t.test('refresh tokens rotate, with a grace window and reuse detection', async t
   const retry = await refresh(r0)
   t.equal(retry.statusCode, 200, 'the token just replaced still works within 30 s (a lost response)')
   const r1b = retry.json().refresh_token
-  t.not(r1b, r1, 'the successor the client never received is replaced (presenting it again: test/races.test.ts)')
+  t.not(r1b, r1, 'the successor the client never received is replaced (presenting it again: races.db.test.ts)')
 
   const second = await refresh(r1b)
   t.equal(second.statusCode, 200)
@@ -382,7 +382,6 @@ t.test('refresh tokens rotate, with a grace window and reuse detection', async t
 })
 
 t.test('the grace window closes after 30 s', async t => {
-  const app = await build(t)
   const i = await install(app)
   const creds = { client_id: i.clientId, client_secret: i.clientSecret }
   const refresh = (token: string) =>
@@ -398,7 +397,6 @@ t.test('the grace window closes after 30 s', async t => {
 })
 
 t.test('a code issued before a key disable is dead after the enable', async t => {
-  const app = await build(t)
   const client = await registerApp(app)
   const user = userFor(app)
   const { verifier, challenge } = pkcePair()
@@ -440,7 +438,6 @@ t.test('a code issued before a key disable is dead after the enable', async t =>
 })
 
 t.test('refresh after key disable, uninstall and revoke', async t => {
-  const app = await build(t)
   const i = await install(app)
   const creds = { client_id: i.clientId, client_secret: i.clientSecret }
   const refresh = (token: string) =>
