@@ -3,9 +3,28 @@ import pg from 'pg'
 import t from 'tap'
 import type { AppInstance } from '../../../app.js'
 import { bearer, build, eventually, install, TEST_DATABASE_URL } from '../../support/helper.js'
-import { startReceiver } from '../../support/receiver.js'
+import { selfSigned, startReceiver } from '../../support/receiver.js'
+import { publish, receiverEnv, subscribe } from '../../support/webhooks.js'
 
 const TOKEN = 'metrics-token-for-the-tests-0123'
+
+// One app for the file, serving /metrics, logging at info (one line per delivery attempt, read by a test), and
+// delivering to a test receiver with a minute before each retry (a retry stays in the queue while the test looks).
+const lines: string[] = []
+const logStream = new Writable({
+  write (chunk, _enc, done) {
+    lines.push(chunk.toString())
+    done()
+  }
+})
+const app = await build(t, receiverEnv(selfSigned().caFile, {
+  METRICS_TOKEN: TOKEN,
+  LOG_LEVEL: 'info',
+  WEBHOOK_RETRY_SCHEDULE: '60,60'
+}), { logStream })
+// A second app, for /metrics not served without METRICS_TOKEN. Its Redis does not answer, so that the errors can
+// be counted (read from its registry, which is what /metrics serves) without the main app's limits failing open.
+const off = await build(t, { REDIS_URL: 'redis://127.0.0.1:1' })
 
 const scrape = async (app: AppInstance) => {
   const res = await app.inject({ method: 'GET', url: '/metrics', headers: bearer(TOKEN) })
@@ -17,12 +36,13 @@ const value = (text: string, series: string): number | undefined => {
   const line = text.split('\n').find(l => l.startsWith(series + ' '))
   return line === undefined ? undefined : Number(line.slice(series.length + 1))
 }
+/** How much a series grew between two scrapes (absent counts as 0): the tests share the app's counters. */
+const grew = (before: string, after: string, series: string): number =>
+  (value(after, series) ?? 0) - (value(before, series) ?? 0)
 
 t.test('GET /metrics: only with METRICS_TOKEN, Prometheus text, never in the OpenAPI document', async t => {
-  const off = await build(t)
   t.equal((await off.inject({ method: 'GET', url: '/metrics' })).statusCode, 404, 'not served without METRICS_TOKEN')
 
-  const app = await build(t, { METRICS_TOKEN: TOKEN })
   for (const authorization of [undefined, 'Bearer wrong', `Bearer ${TOKEN}x`, TOKEN]) {
     const res = await app.inject({ method: 'GET', url: '/metrics', headers: authorization ? { authorization } : {} })
     t.equal(res.statusCode, 401, String(authorization))
@@ -38,7 +58,7 @@ t.test('GET /metrics: only with METRICS_TOKEN, Prometheus text, never in the Ope
 })
 
 t.test('pool usage: the Postgres pool, nothing on the embedded database', async t => {
-  const text = await scrape(await build(t, { METRICS_TOKEN: TOKEN }))
+  const text = await scrape(app)
   const total = value(text, 'db_pool_total')
   if (TEST_DATABASE_URL) {
     t.ok((total ?? 0) >= 1, 'the pool has the connections the app opened')
@@ -50,8 +70,8 @@ t.test('pool usage: the Postgres pool, nothing on the embedded database', async 
 })
 
 t.test('requests by route template and status, the access cache, MCP sessions', async t => {
-  const app = await build(t, { METRICS_TOKEN: TOKEN })
   const i = await install(app)
+  const before = await scrape(app)
   for (let n = 0; n < 3; n++) {
     await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(i.accessToken) })
   }
@@ -59,60 +79,40 @@ t.test('requests by route template and status, the access cache, MCP sessions', 
   await app.inject({ method: 'GET', url: tenant, headers: bearer(i.accessToken) })
   await app.inject({ method: 'GET', url: '/no/such/route' })
   const text = await scrape(app)
-  t.equal(value(text, 'http_request_duration_seconds_count{method="GET",route="/public/v1/me",status_code="200"}'), 3)
-  t.equal(value(text,
+  t.equal(grew(before, text,
+    'http_request_duration_seconds_count{method="GET",route="/public/v1/me",status_code="200"}'), 3)
+  t.equal(grew(before, text,
     'http_request_duration_seconds_bucket{method="GET",route="/public/v1/me",status_code="200",le="+Inf"}'), 3,
   'buckets are cumulative up to the count')
   t.equal(value(text,
+    'http_request_duration_seconds_bucket{method="GET",route="/public/v1/me",status_code="200",le="+Inf"}'),
+  value(text, 'http_request_duration_seconds_count{method="GET",route="/public/v1/me",status_code="200"}'))
+  t.equal(grew(before, text,
     'http_request_duration_seconds_count{method="GET",route="/public/v1/orgs/:orgId/entities/:entityId/invoices",' +
     'status_code="501"}'), 1, 'the route template, not the URL')
   t.notMatch(text, i.orgRefId, 'no tenant id in any label')
-  t.equal(value(text, 'http_request_duration_seconds_count{method="GET",route="unmatched",status_code="404"}'), 1)
-  t.ok((value(text, 'access_cache_lookups_total{result="hit"}') ?? 0) >= 2, 'cache hits counted')
+  t.equal(grew(before, text,
+    'http_request_duration_seconds_count{method="GET",route="unmatched",status_code="404"}'), 1)
+  t.ok(grew(before, text, 'access_cache_lookups_total{result="hit"}') >= 2, 'cache hits counted')
   t.ok((value(text, 'access_cache_hit_ratio') ?? 0) > 0)
   t.equal(value(text, 'mcp_active_sessions'), 0)
 })
 
 t.test('deliveries: attempts by outcome, queue depth and age, one log line per attempt', async t => {
   const receiver = await startReceiver(t)
-  const lines: string[] = []
-  const logStream = new Writable({
-    write (chunk, _enc, done) {
-      lines.push(chunk.toString())
-      done()
-    }
-  })
-  const env = {
-    METRICS_TOKEN: TOKEN,
-    LOG_LEVEL: 'info',
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    WEBHOOK_CA_FILE: receiver.caFile,
-    WEBHOOK_RETRY_SCHEDULE: '60,60'
-  }
-  const app = await build(t, env, { logStream })
   const i = await install(app)
-  const created = await app.inject({
-    method: 'POST',
-    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
-    headers: { ...bearer(i.accessToken), 'content-type': 'application/json' },
-    payload: JSON.stringify({ topics: ['invoice.paid'], target_url: receiver.url })
-  })
-  const secret = created.json().signing_secret as string
-  const publish = () => app.inject({
-    method: 'POST',
-    url: '/events',
-    headers: { ...bearer(app.config.eventsToken), 'content-type': 'application/json' },
-    payload: JSON.stringify({ topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
-  })
+  const { signing_secret: secret } = await subscribe(app, i, { target_url: receiver.url })
 
-  await publish()
+  await publish(app, i)
   await receiver.waitFor(1)
   receiver.respond = (_r, res) => { res.statusCode = 503; res.end('down') }
-  await publish()
+  await publish(app, i)
   await receiver.waitFor(2)
+  // The queue gauges are read at most once a second (plugins/webhooks): an earlier test's scrape may still answer.
   const text = await eventually(() => scrape(app), {
-    until: m => value(m, 'webhook_delivery_attempts_total{outcome="retrying"}') === 1,
-    what: 'both attempts counted'
+    until: m => value(m, 'webhook_delivery_attempts_total{outcome="retrying"}') === 1 &&
+      value(m, 'webhook_queue_depth') === 1,
+    what: 'both attempts counted, and the retry in the queue'
   })
   t.equal(value(text, 'webhook_delivery_attempts_total{outcome="delivered"}'), 1)
   t.equal(value(text, 'webhook_delivery_duration_seconds_count'), 2)
@@ -130,16 +130,15 @@ t.test('deliveries: attempts by outcome, queue depth and age, one log line per a
 })
 
 t.test('Redis errors are counted by kind', async t => {
-  const app = await build(t, { METRICS_TOKEN: TOKEN, REDIS_URL: 'redis://127.0.0.1:1' })
-  const text = await eventually(() => scrape(app), {
+  const text = await eventually(() => off.metrics.registry.metrics(), {
     until: m => /^dependency_errors_total\{dependency="redis",kind="refused"\} [1-9]/m.test(m),
     what: 'a refused Redis connection to be counted'
   })
   t.match(text, /dependency_errors_total\{dependency="redis"/)
 })
 
+// Last: it cuts the app's connections.
 t.test('Postgres errors are counted by kind', { skip: !TEST_DATABASE_URL && 'needs Postgres' }, async t => {
-  const app = await build(t, { METRICS_TOKEN: TOKEN })
   await app.inject({ method: 'GET', url: '/health/ready' })
   // The service's connections are cut under it, as a fail-over or a restart of the server would.
   const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
