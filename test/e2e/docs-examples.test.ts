@@ -1,8 +1,8 @@
 // The documentation's examples, run as a reader pastes them: every fenced block of README.md and docs/ is either run
 // here, as written, against a service started as the reader starts it (`npm start`, its own process), or says why
 // not. What the test changes in a block is listed where it does it: the port (BASE), the database URL a reader fills
-// in. A block added to the docs without a runner fails the first test. The walkthrough's PKCE steps run 200 times in
-// test/docs-pkce.test.ts.
+// in. A block added to the docs without a runner fails the first test. The walkthrough's PKCE steps run for every
+// first character of a verifier in test/docs-pkce.test.ts.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
@@ -10,7 +10,7 @@ import { ROOT } from '../../lib/root.js'
 import {
   atBase, background, bash, block, BLOCKS, database, keyOf, service, steps, walkthrough, workDir
 } from '../support/docs.js'
-import { build, eventually, install, needsPostgres } from '../support/helper.js'
+import { eventually, needsPostgres } from '../support/helper.js'
 import { startReceiver } from '../support/receiver.js'
 
 // Three services started with `npm start`, each walked through the README's steps: past tap's 120 s under load.
@@ -83,7 +83,9 @@ t.test('docs/webhooks.md: subscribe, and the local loop with a real receiver', a
     steps(loop, 3, 6) +
     // Added by the test: wait for the receiver to print the event, which the reader sees in the terminal.
     'for i in $(seq 1 300); do grep -q "^invoice.paid evt_" out.log && break; sleep 0.1; done\n' +
-    steps(loop, 6)
+    steps(loop, 6) +
+    // Added by the test: the install's access token, for the MCP snippet below on the same service.
+    'echo "$ACCESS_TOKEN" > access-token\n'
   // The script's output (and the background receiver's, which inherits it) goes to out.log.
   const ran = await bash(`(\n${script}\n) > out.log 2>&1`, dir, { PORT: String(port) }, 120_000)
   const out = readFileSync(join(dir, 'out.log'), 'utf8')
@@ -93,23 +95,25 @@ t.test('docs/webhooks.md: subscribe, and the local loop with a real receiver', a
   t.match(out, /^listening$/m, '4. the receiver listens')
   t.match(out, /^202 \{"id":"evt_/m, '5. the event is accepted')
   t.match(out, /^invoice\.paid evt_\S+ \{"invoice_id":"inv_sample"/m, '5. the receiver verified and printed it')
-})
 
-t.test('docs/mcp.md: the client snippet finds the stateless revision, calls whoami and exits', async t => {
-  const app = await build(t)
-  const base = await app.listen({ port: 0, host: '127.0.0.1' })
-  const i = await install(app)
-  const snippet = block('docs/mcp.md › With a token you already have')
-  t.ok(snippet.includes('http://127.0.0.1:3000/mcp'), 'the snippet names the local URL')
-  const ran = await bash('node --input-type=module -e "$SNIPPET"', ROOT, {
-    SNIPPET: snippet.replace('http://127.0.0.1:3000', base),
-    ACCESS_TOKEN: i.accessToken
-  }, 30_000)
-  t.equal(ran.code, 0, `exits by itself: ${ran.stderr.slice(-500)}`)
-  const [era, json] = ran.stdout.trim().split('\n')
-  t.equal(era, 'modern', 'the SDK 2.x client found the stateless revision')
-  const result = JSON.parse(json ?? '') as { content: Array<{ text: string }> }
-  t.match(JSON.parse(result.content[0]!.text), { install_id: i.installId, client_id: i.clientId })
+  // The MCP client snippet on this service (no second service), with the install the walkthrough's steps made.
+  await t.test('docs/mcp.md: the client snippet finds the stateless revision, calls whoami and exits', async t => {
+    const accessToken = readFileSync(join(dir, 'access-token'), 'utf8').trim()
+    const me = await fetch(`${base}/public/v1/me`, { headers: { authorization: `Bearer ${accessToken}` } })
+    const i = (await me.json()) as { install_id: string, client_id: string }
+    t.match(i, { install_id: /\S/, client_id: /^app_/ }, 'the install of the walkthrough\'s steps')
+    const snippet = block('docs/mcp.md › With a token you already have')
+    t.ok(snippet.includes('http://127.0.0.1:3000/mcp'), 'the snippet names the local URL')
+    const ran = await bash('node --input-type=module -e "$SNIPPET"', ROOT, {
+      SNIPPET: snippet.replace('http://127.0.0.1:3000', base),
+      ACCESS_TOKEN: accessToken
+    }, 30_000)
+    t.equal(ran.code, 0, `exits by itself: ${ran.stderr.slice(-500)}`)
+    const [era, json] = ran.stdout.trim().split('\n')
+    t.equal(era, 'modern', 'the SDK 2.x client found the stateless revision')
+    const result = JSON.parse(json ?? '') as { content: Array<{ text: string }> }
+    t.match(JSON.parse(result.content[0]!.text), { install_id: i.install_id, client_id: i.client_id })
+  })
 })
 
 t.test('docs/tooling.md: the import cycle check', async t => {
