@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import fc from 'fast-check'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import {
   classifyInboundRequest,
   createMcpHandler,
@@ -64,7 +64,7 @@ async function askSdk (r: Req): Promise<{ status: number, body: Record<string, u
 }
 
 /** The SDK calls the tool once, with exactly the fast path's name and arguments, and answers a result to its id. */
-async function sdkAgrees (t: Tap.Test, r: Req, call: PlainCall, what: string): Promise<boolean> {
+async function sdkAgrees (t: Test, r: Req, call: PlainCall, what: string): Promise<boolean> {
   const { status, body, params } = await askSdk(r)
   const same = status === 200 && 'result' in body && body.id === call.id && params.length === 1 &&
     JSON.stringify(params[0]) === JSON.stringify(call.args === undefined

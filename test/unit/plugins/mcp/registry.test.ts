@@ -16,8 +16,7 @@ const principal: Principal = Object.freeze({
 const Input = Type.Object({ n: Type.Integer({ minimum: 1 }), at: Type.Optional(Type.String({ format: 'date-time' })) },
   { additionalProperties: false })
 const Output = Type.Object({ doubled: Type.Integer() })
-type Definition = Parameters<ReturnType<typeof createRegistry>['addTool']>[0]
-const definition = (name: string, extra: Partial<Definition> = {}) => ({
+const definition = (name: string, extra: { public?: boolean, requiredScopes?: string[] } = {}) => ({
   name,
   title: name,
   description: `The ${name} tool.`,
