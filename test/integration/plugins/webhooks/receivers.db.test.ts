@@ -1,6 +1,7 @@
-// Webhooks as receivers' libraries see them (issue 10): real HTTPS deliveries verified with the Standard Webhooks
+// Webhooks as receivers' libraries see them: real HTTPS deliveries verified with the Standard Webhooks
 // and Svix libraries' default constructors and by hand, through a secret rotation, plus test deliveries and replay.
 import { createHmac } from 'node:crypto'
+import type { ServerResponse } from 'node:http'
 import t, { type Test } from 'tap'
 import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
@@ -8,38 +9,19 @@ import { Webhook as StandardWebhook } from 'standardwebhooks'
 import { Webhook as SvixWebhook } from 'svix'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
-import type { AppInstance } from '../../../../app.js'
 import { encryptSecret } from '../../../../plugins/webhooks/signing.js'
 import { bearer, build, eventually, install, type Installed } from '../../../support/helper.js'
 import { cli } from '../../../support/processes.js'
-import { startReceiver, type Received } from '../../../support/receiver.js'
+import { selfSigned, startReceiver, type Received } from '../../../support/receiver.js'
+import { hooksUrl as hooks, publish, receiverEnv, subscribe } from '../../../support/webhooks.js'
 
-const hooks = (i: Installed) => `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`
-const ENV = (caFile: string, extra: Record<string, string> = {}) => ({
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-  WEBHOOK_CA_FILE: caFile,
-  ...extra
-})
-
-async function subscribe (app: AppInstance, i: Installed, url: string) {
-  const res = await app.inject({
-    method: 'POST',
-    url: hooks(i),
-    headers: bearer(i.accessToken),
-    payload: { topics: ['invoice.paid'], target_url: url }
-  })
-  if (res.statusCode !== 201) throw new Error(res.body)
-  return res.json() as { id: string, signing_secret: string }
-}
-
-async function publish (app: AppInstance, i: Installed, data: object = { invoice: 'inv_1' }) {
-  return (await app.inject({
-    method: 'POST',
-    url: '/events',
-    headers: bearer(app.config.eventsToken),
-    payload: { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data }
-  })).json() as { id: string }
-}
+// One app for the file: a failed delivery is retried once at once and then has failed for good; a replay takes at
+// most 3; four slots, so that the fair-delivery lanes show with a few endpoints.
+const app = await build(t, receiverEnv(selfSigned().caFile, {
+  WEBHOOK_RETRY_SCHEDULE: '0',
+  WEBHOOK_REPLAY_LIMIT: '3',
+  WEBHOOK_CONCURRENCY: '4'
+}))
 
 const headersOf = (r: Received): Record<string, string> =>
   Object.fromEntries(Object.entries(r.headers).map(([k, v]) => [k, String(v)]))
@@ -58,9 +40,8 @@ const ALL = { standardwebhooks: true, svix: true, spec: true }
 t.test('Standard Webhooks and Svix verify deliveries with their default constructors, through a rotation',
   async t => {
     const receiver = await startReceiver(t)
-    const app = await build(t, ENV(receiver.caFile))
     const i = await install(app)
-    const sub = await subscribe(app, i, receiver.url)
+    const sub = await subscribe(app, i, { target_url: receiver.url })
     t.match(sub.signing_secret, /^whsec_[A-Za-z0-9+/]{43}=$/, 'whsec_ and 32 bytes in standard base64')
 
     await publish(app, i)
@@ -87,7 +68,12 @@ t.test('Standard Webhooks and Svix verify deliveries with their default construc
     // A second rotation with a short overlap: after it, only the newest secret verifies.
     const short = await rotate('?overlap_hours=0.0005')
     const newest = short.json().signing_secret as string
-    await new Promise(resolve => setTimeout(resolve, 2_500))
+    const left = Date.parse(short.json().previous_secret_expires_at) - Date.now()
+    t.ok(left <= 2_000, `0.0005 h: an overlap of 1.8 s, in whole seconds 2 (${left} ms left)`)
+    // The overlap runs out: its end moved into the past rather than waited for.
+    await app.db.query(
+      "update webhook_subscriptions set previous_secret_expires_at = now() - interval '1 second' where id = $1",
+      [sub.id])
     await publish(app, i)
     const after = (await receiver.waitFor(3))[2]!
     t.same(verifiers(after, newest), ALL, 'after the overlap the new secret verifies everywhere')
@@ -105,9 +91,8 @@ t.test('Standard Webhooks and Svix verify deliveries with their default construc
 
 t.test('a subscription from before Standard Webhooks keeps verifying as it did', async t => {
   const receiver = await startReceiver(t)
-  const app = await build(t, ENV(receiver.caFile))
   const i = await install(app)
-  const sub = await subscribe(app, i, receiver.url)
+  const sub = await subscribe(app, i, { target_url: receiver.url })
   // As migration 005 finds a row made earlier: a base64url secret, marked legacy.
   const legacy = 'whsec_' + 'Ab-_'.repeat(10) + 'xyz'
   await app.db.query("update webhook_subscriptions set secret_ciphertext = $2, signing_scheme = 'legacy' where id = $1",
@@ -122,9 +107,8 @@ t.test('a subscription from before Standard Webhooks keeps verifying as it did',
 
 t.test('test deliveries, through REST and MCP', async t => {
   const receiver = await startReceiver(t)
-  const app = await build(t, ENV(receiver.caFile))
   const i = await install(app)
-  const sub = await subscribe(app, i, receiver.url)
+  const sub = await subscribe(app, i, { target_url: receiver.url })
   const sent = await app.inject({ method: 'POST', url: `${hooks(i)}/${sub.id}/test`, headers: bearer(i.accessToken) })
   t.equal(sent.statusCode, 202, sent.body)
   t.match(sent.json(), { delivery_id: /^dlv_/, event_id: /^evt_/, status: 'pending' })
@@ -143,7 +127,7 @@ t.test('test deliveries, through REST and MCP', async t => {
   })
   t.equal(foreign.statusCode, 404, "another app's subscription is not found")
 
-  const client = await mcpClient(t, app, i)
+  const client = await mcpClient(t, i)
   const viaMcp = await client.callTool({ name: 'send_test_webhook', arguments: { subscription_id: sub.id } })
   t.match(viaMcp.structuredContent, { delivery_id: /^dlv_/, status: 'pending' }, 'the MCP tool does the same')
   await receiver.waitFor(2)
@@ -151,9 +135,18 @@ t.test('test deliveries, through REST and MCP', async t => {
   t.equal(refused.isError, true, 'an unknown subscription is a tool error')
 })
 
-async function mcpClient (t: Test, app: AppInstance, i: Installed) {
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = app.server.address() as { port: number }
+/** The app's port: it listens from the first test that needs a socket (MCP, the CLI) to the end of the file. */
+let port: number | undefined
+async function listening (): Promise<number> {
+  if (port === undefined) {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    port = (app.server.address() as { port: number }).port
+  }
+  return port
+}
+
+async function mcpClient (t: Test, i: Installed) {
+  const port = await listening()
   const client = new Client({ name: 'tap', version: '1.0.0' })
   await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`),
     { requestInit: { headers: bearer(i.accessToken) } }))
@@ -163,10 +156,9 @@ async function mcpClient (t: Test, app: AppInstance, i: Installed) {
 
 t.test('replay: failed deliveries again, idempotent, bounded, through REST and MCP', async t => {
   const receiver = await startReceiver(t, (_r, res) => { res.statusCode = 500; res.end('down') })
-  // One retry a moment later, then the delivery has failed for good; one replay takes at most 3.
-  const app = await build(t, ENV(receiver.caFile, { WEBHOOK_RETRY_SCHEDULE: '0', WEBHOOK_REPLAY_LIMIT: '3' }))
+  // One retry at once, then the delivery has failed for good; one replay takes at most 3 (the file's settings).
   const i = await install(app)
-  const sub = await subscribe(app, i, receiver.url)
+  const sub = await subscribe(app, i, { target_url: receiver.url })
   const since = new Date(Date.now() - 1000).toISOString()
   for (let n = 0; n < 4; n++) await publish(app, i, { n })
   await eventually(async () => (await app.db.query<{ n: number }>(
@@ -188,7 +180,7 @@ t.test('replay: failed deliveries again, idempotent, bounded, through REST and M
   t.equal((await replay({ since, status: 'all' }, 'k1')).statusCode, 409, 'the same key with other parameters')
   await receiver.waitFor(before + 3)
 
-  const client = await mcpClient(t, app, i)
+  const client = await mcpClient(t, i)
   const rest = await client.callTool({
     name: 'replay_webhook_deliveries', arguments: { subscription_id: sub.id, since }
   })
@@ -207,7 +199,6 @@ t.test('replay: failed deliveries again, idempotent, bounded, through REST and M
 
 t.test('the event catalog: every topic with its schema, and what is delivered validates against it', async t => {
   const receiver = await startReceiver(t)
-  const app = await build(t, ENV(receiver.caFile))
   const catalog = await app.inject({ method: 'GET', url: '/public/v1/event-types' })
   t.equal(catalog.statusCode, 200, 'no token needed: it is documentation')
   const types = catalog.json().event_types as Array<{ name: string, status: string, payload_schema: object }>
@@ -245,7 +236,7 @@ t.test('the event catalog: every topic with its schema, and what is delivered va
     t.ok(valid, `${body.topic} validates: ${JSON.stringify(validators[body.topic]!.errors)}`)
   }
 
-  const client = await mcpClient(t, app, i)
+  const client = await mcpClient(t, i)
   const viaMcp = await client.callTool({ name: 'list_event_types', arguments: {} })
   t.same(viaMcp.structuredContent, catalog.json(), 'the MCP tool answers the same catalog')
 })
@@ -254,9 +245,8 @@ t.test('the delivery log: what was sent and what came back, a page at a time', a
   const receiver = await startReceiver(t, (_r, res) => {
     res.writeHead(503, { 'x-receiver': 'busy', 'retry-after': '1' }).end('x'.repeat(5000))
   })
-  const app = await build(t, ENV(receiver.caFile, { WEBHOOK_RETRY_SCHEDULE: '0' }))
   const i = await install(app)
-  const sub = await subscribe(app, i, receiver.url)
+  const sub = await subscribe(app, i, { target_url: receiver.url })
   for (let n = 0; n < 3; n++) await publish(app, i, { n })
   const page = (query: string) => app.inject({
     method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries${query}`, headers: bearer(i.accessToken)
@@ -285,7 +275,8 @@ t.test('the delivery log: what was sent and what came back, a page at a time', a
 
 t.test('local development: the refusal names the variables, and events trigger publishes a sample', async t => {
   const receiver = await startReceiver(t)
-  // No worker: on Postgres both apps share one database, and this one's worker would refuse the local target.
+  // A second app: the refusal needs private targets refused, the opposite of what the file's deliveries need. No
+  // worker: on Postgres both apps share one database, and this one's worker would refuse the local target.
   const strict = await build(t, { WEBHOOK_WORKER: 'false' })
   const i = await install(strict)
   const refused = await strict.inject({
@@ -297,11 +288,9 @@ t.test('local development: the refusal names the variables, and events trigger p
   t.equal(refused.statusCode, 400)
   t.match(refused.json().message, /WEBHOOK_ALLOW_PRIVATE_TARGETS=true .*WEBHOOK_CA_FILE/, 'says how to allow it')
 
-  const app = await build(t, ENV(receiver.caFile))
   const j = await install(app)
-  await subscribe(app, j, receiver.url)
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = app.server.address() as { port: number }
+  await subscribe(app, j, { target_url: receiver.url })
+  const port = await listening()
   // Not execFileSync: the service answering the command runs on this very event loop.
   const { execFile } = await import('node:child_process')
   const { promisify } = await import('node:util')
@@ -315,21 +304,28 @@ t.test('local development: the refusal names the variables, and events trigger p
   t.match(JSON.parse(r!.body.toString()), { topic: 'invoice.paid', data: { invoice_id: 'inv_sample' } })
 })
 
+// Last: its black hole's attempts would otherwise hang until their 15 s time-out.
 t.test('fair delivery: a tenant of endpoints that never answer does not hold back another tenant', async t => {
-  const held: Array<{ end: () => void }> = []
+  const held: ServerResponse[] = []
   const hole = await startReceiver(t, (_r, res) => { held.push(res) })
   const healthy = await startReceiver(t)
-  // Four slots: without fairness the dark tenant's hanging attempts would hold all of them for 15 s.
-  const app = await build(t, ENV(hole.caFile, { WEBHOOK_CONCURRENCY: '4' }))
+  // Four slots (the file's setting): without fairness the dark tenant's hanging attempts would hold all of them
+  // until their time-out.
   const dark = await install(app)
-  for (let n = 0; n < 8; n++) await subscribe(app, dark, `${hole.url}?sub=${n}`)
+  const darkSubs = []
+  for (let n = 0; n < 8; n++) darkSubs.push(await subscribe(app, dark, { target_url: `${hole.url}?sub=${n}` }))
   for (let n = 0; n < 3; n++) await publish(app, dark, { n })
   await hole.waitFor(1)
   const light = await install(app)
-  await subscribe(app, light, healthy.url)
+  await subscribe(app, light, { target_url: healthy.url })
   await publish(app, light)
-  const [arrived] = await healthy.waitFor(1, 10_000)
-  t.ok(arrived, 'the other tenant\'s delivery arrived while the dark tenant\'s attempts still hang (15 s each)')
+  const [arrived] = await healthy.waitFor(1)
+  t.ok(arrived, 'the other tenant\'s delivery arrived')
+  t.ok(held.length > 0 && held.every(res => !res.writableEnded), 'while the dark tenant\'s attempts still hang')
   t.equal(hole.received.length, 1, 'the dark tenant held one slot of four (a quarter), not all of them')
+  // The dark tenant's other deliveries are cancelled, so that none is left to hang when the app closes.
+  for (const sub of darkSubs) {
+    await app.inject({ method: 'DELETE', url: `${hooks(dark)}/${sub.id}`, headers: bearer(dark.accessToken) })
+  }
   for (const res of held) res.end()
 })
