@@ -234,7 +234,7 @@ t.test('stateless revision, generated: every call the fast path takes, the SDK a
     }
     taken++
     return sdkAgrees(t, r, fast, JSON.stringify(r))
-  }), { numRuns: 700 })
+  }), { numRuns: 400 })
   t.ok(taken >= 25 && left >= 25, `the generator reaches both paths (${taken} taken, ${left} left to the SDK)`)
 })
 
@@ -355,6 +355,6 @@ t.test('session revision, generated: every call the fast path takes, the SDK par
     return view !== undefined && view.name === fast.name && JSON.stringify(view.args) === JSON.stringify(fast.args) &&
       (r.body as { id: unknown }).id === fast.id &&
       Object.keys((r.body as { params: object }).params).every(k => k === 'name' || k === 'arguments')
-  }), { numRuns: 1_500 })
+  }), { numRuns: 1_000 })
   t.ok(taken >= 25, `the generator reaches the fast path (${taken} taken)`)
 })
