@@ -6,8 +6,9 @@ import { join } from 'node:path'
 import t from 'tap'
 import { Agent, request } from 'undici'
 import { ROOT } from '../../../lib/root.js'
-import { bearer, build, eventually, install } from '../../support/helper.js'
+import { build, eventually, install } from '../../support/helper.js'
 import { selfSigned } from '../../support/receiver.js'
+import { publish, receiverEnv, subscribe } from '../../support/webhooks.js'
 
 type Handler = Parameters<typeof createServer>[1]
 type ReceiverModule = {
@@ -16,6 +17,9 @@ type ReceiverModule = {
 }
 
 const EXAMPLE = join(ROOT, 'docs/examples/webhook-receiver.mjs')
+
+// One app for the file; both example receivers are HTTPS servers with the tests' self-signed certificate.
+const app = await build(t, receiverEnv(selfSigned().caFile, { WEBHOOK_RETRY_SCHEDULE: '0,0,0' }))
 
 t.test('the guide shows the example receiver exactly as it is tested', async t => {
   const guide = readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8')
@@ -58,19 +62,8 @@ t.test('the example receiver accepts real deliveries once each and refuses forge
   )
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
 
-  const app = await build(t, {
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    WEBHOOK_CA_FILE: caFile,
-    WEBHOOK_RETRY_SCHEDULE: '0,0,0'
-  })
   const i = await install(app)
-  const created = await app.inject({
-    method: 'POST',
-    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
-    headers: { ...bearer(i.accessToken), 'content-type': 'application/json' },
-    payload: JSON.stringify({ topics: ['invoice.paid'], target_url: url })
-  })
-  const secret = created.json().signing_secret
+  const secret = (await subscribe(app, i, { target_url: url })).signing_secret
   handler = example.createHandler({
     secret,
     onEvent: async e => {
@@ -78,27 +71,17 @@ t.test('the example receiver accepts real deliveries once each and refuses forge
     }
   })
 
-  const event = await app.inject({
-    method: 'POST',
-    url: '/events',
-    headers: { authorization: `Bearer ${app.config.eventsToken}`, 'content-type': 'application/json' },
-    payload: JSON.stringify({
-      topic: 'invoice.paid',
-      org_ref_id: i.orgRefId,
-      entity_ref_id: i.entityRefId,
-      data: { invoice_id: 'inv_7' }
-    })
-  })
+  const event = await publish(app, i, { invoice_id: 'inv_7' })
   await eventually(() => processed.length > 0, { what: 'the example receiver to process the delivery' })
   t.match(
     processed,
-    [{ id: event.json().id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } }],
+    [{ id: event.id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } }],
     'processed the real delivery'
   )
   t.same(answers, [204])
 
   // The same delivery again (a retry) is acknowledged without doing the work twice; a forgery gets 401.
-  const body = JSON.stringify({ id: event.json().id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } })
+  const body = JSON.stringify({ id: event.id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } })
   const dispatcher = new Agent({ connect: { ca: readFileSync(caFile, 'utf8') } })
   t.teardown(() => dispatcher.close())
   const sign = (s: string, b: string) => createHmac('sha256', s).update(b).digest('hex')
@@ -109,7 +92,7 @@ t.test('the example receiver accepts real deliveries once each and refuses forge
       body: b,
       headers: { 'content-type': 'application/json', 'x-service-signature': signature, 'x-service-event-id': eventId }
     })
-  t.equal((await post(body, sign(secret, body), event.json().id)).statusCode, 200, 'a retry of a processed event')
+  t.equal((await post(body, sign(secret, body), event.id)).statusCode, 200, 'a retry of a processed event')
   t.equal((await post(body, sign('whsec_wrong', body), 'evt_forged')).statusCode, 401, 'wrong key')
   t.equal((await post(body + ' ', sign(secret, body), 'evt_forged')).statusCode, 401, 'altered bytes')
   t.equal((await post(body, '', 'evt_forged')).statusCode, 401, 'no signature')
@@ -137,24 +120,12 @@ t.test('the Standard Webhooks example receiver, shown verbatim, accepts real del
       server.close(() => resolve())
     }))
     const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
-    const app = await build(t, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_CA_FILE: caFile })
     const i = await install(app)
-    const created = await app.inject({
-      method: 'POST',
-      url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
-      headers: bearer(i.accessToken),
-      payload: { topics: ['invoice.paid'], target_url: url }
-    })
-    const secret = created.json().signing_secret as string
+    const secret = (await subscribe(app, i, { target_url: url })).signing_secret
     handler = example.createHandler({ secret, onEvent: async e => { processed.push(e) } })
-    const event = await app.inject({
-      method: 'POST',
-      url: '/events',
-      headers: bearer(app.config.eventsToken),
-      payload: { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { n: 1 } }
-    })
+    const event = await publish(app, i, { n: 1 })
     await eventually(() => processed.length > 0, { what: 'the example receiver to process the delivery' })
-    t.match(processed, [{ id: event.json().id, data: { n: 1 } }], 'processed the real delivery')
+    t.match(processed, [{ id: event.id, data: { n: 1 } }], 'processed the real delivery')
     t.same(answers, [204])
 
     const dispatcher = new Agent({ connect: { ca: readFileSync(caFile, 'utf8') } })
