@@ -13,5 +13,6 @@ const KINDS: Record<string, string> = {
 /** The kind of a socket error (`refused`, `timeout`, …), or undefined when it is not one. */
 export function networkErrorKind (err: unknown): string | undefined {
   const code = (err as { code?: unknown })?.code
-  return typeof code === 'string' ? KINDS[code] : undefined
+  // Own keys only: a code named like an Object member (`constructor`) is not a kind.
+  return typeof code === 'string' && Object.hasOwn(KINDS, code) ? KINDS[code] : undefined
 }

@@ -1,13 +1,19 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { systemClock, type Clock } from './clock.js'
 
 /**
  * Logs a recurring failure once per interval with a count, not once per request: an outage under load is one line
  * when it starts and one summary line per interval while it lasts, not thousands of stack traces.
  */
-export function throttledLog (log: FastifyBaseLogger, message: string, intervalMs = 10_000) {
+export function throttledLog (
+  log: FastifyBaseLogger,
+  message: string,
+  intervalMs = 10_000,
+  clock: Clock = systemClock
+) {
   const windows = new Map<string, { until: number, suppressed: number }>()
   return (kind: string, err: unknown): void => {
-    const now = Date.now()
+    const now = clock.now()
     const w = windows.get(kind)
     if (w && now < w.until) {
       w.suppressed++

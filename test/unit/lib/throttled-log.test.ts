@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import t from 'tap'
 import { throttledLog } from '../../../lib/throttled-log.js'
+import { ManualClock } from '../../support/clock.js'
 
 function recorder () {
   const lines: Array<{ obj: Record<string, unknown>, msg: string }> = []
@@ -8,8 +9,6 @@ function recorder () {
   return { lines, log: log as unknown as FastifyBaseLogger }
 }
 
-// The module reads Date.now() itself: what happens once a window has passed (the summary line with the count of
-// folded failures) cannot be reached without waiting, so only what happens inside a window is tested here.
 const HOUR = 3_600_000
 
 t.test('the first failure of a kind is logged with its error', async t => {
@@ -58,4 +57,22 @@ t.test('each logger call has its own windows', async t => {
   two('timeout', new Error('e'))
   one('timeout', new Error('e'))
   t.same(lines.map(l => l.msg), ['one', 'two'])
+})
+
+t.test('once a window has passed, the next failure is logged with the count folded into the window before', async t => {
+  const { lines, log } = recorder()
+  const clock = new ManualClock()
+  const report = throttledLog(log, 'db unavailable', 10_000, clock)
+  report('timeout', new Error('first'))
+  for (let i = 0; i < 5; i++) report('timeout', new Error('folded'))
+  clock.advance(9_999)
+  report('timeout', new Error('still inside'))
+  t.equal(lines.length, 1, 'nothing more inside the window')
+  clock.advance(1)
+  report('timeout', new Error('next window'))
+  t.same(lines.map(l => [l.obj.error, l.obj.suppressed]), [['first', 0], ['next window', 6]],
+    'the next line says how many were folded')
+  clock.advance(10_000)
+  report('timeout', new Error('quiet window'))
+  t.same(lines.at(-1)!.obj.suppressed, 0, 'a window with nothing folded counts none')
 })
