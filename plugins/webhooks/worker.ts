@@ -121,7 +121,9 @@ export interface WorkerOptions {
   observe?: (outcome: AttemptOutcome, seconds: number) => void
   /**
    * Where the worker reads the time of its decisions: when an attempt happened, when its retry falls due, how old
-   * a failing streak is (`app.clock`). Waiting (the poll, the drain on stop) is in real time whatever the clock.
+   * a failing streak is (`app.clock`). Waiting (the poll, the drain on stop) is in real time whatever the clock, and
+   * the queue compares due times with the database's clock: a hand-moved clock changes what is recorded, not when
+   * a claim finds a retry due.
    */
   clock?: Clock
   /** Sends the attempts: HTTPS through the target guard by default. */
