@@ -5,6 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { AppInstance } from '../../../../app.js'
 import { ManualClock } from '../../../support/clock.js'
 import { bearer, build, install, ISSUER, type Installed } from '../../../support/helper.js'
+import { hooksUrl } from '../../../support/webhooks.js'
 
 async function serve (t: Test, env: Record<string, string>, clock?: ManualClock): Promise<AppInstance> {
   const app = await build(t, env, { clock })
@@ -212,7 +213,7 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
   })
   const rest = await app.inject({
     method: 'GET',
-    url: `/public/v1/orgs/${good.orgRefId}/entities/${good.entityRefId}/webhooks`,
+    url: hooksUrl(good),
     headers: bearer(good.accessToken)
   })
   t.same(

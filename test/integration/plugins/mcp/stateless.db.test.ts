@@ -2,6 +2,7 @@ import t, { type Test } from 'tap'
 import { Client, StreamableHTTPClientTransport, type FetchLike } from '@modelcontextprotocol/client'
 import type { AppInstance } from '../../../../app.js'
 import { bearer, build, install, type Installed } from '../../../support/helper.js'
+import { hooksUrl, subscribe } from '../../../support/webhooks.js'
 
 // MCP revision 2026-07-28 (stateless) next to 2025-11-25 on /mcp (issue 13), through the official SDK 2.x client
 // and raw HTTP.
@@ -129,7 +130,7 @@ t.test('the SDK 2.x client, pinned to 2026-07-28: discover, tools = catalog, who
   t.same((listed.subscriptions as Array<{ _id: string }>).map(s => s._id), [created.id], 'the same store as REST')
   const rest = await app.inject({
     method: 'GET',
-    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
+    url: hooksUrl(i),
     headers: bearer(i.accessToken)
   })
   t.same(rest.json().subscriptions.map((s: { _id: string }) => s._id), [created.id])
@@ -187,23 +188,18 @@ t.test('the same checks as 2025-11-25: scopes, tenant, no token, a bad token, an
 
   // Another install's subscription is out of reach, as on REST.
   const owner = await install(app)
-  const theirs = await app.inject({
-    method: 'POST',
-    url: `/public/v1/orgs/${owner.orgRefId}/entities/${owner.entityRefId}/webhooks`,
-    headers: { ...bearer(owner.accessToken), 'content-type': 'application/json' },
-    payload: { topics: ['invoice.paid'], target_url: 'https://hooks.example.com/theirs' }
-  })
+  const theirs = await subscribe(app, owner, { target_url: 'https://hooks.example.com/theirs' })
   const other = await client.callTool({
     name: 'delete_webhook_subscription',
-    arguments: { subscription_id: theirs.json().id }
+    arguments: { subscription_id: theirs.id }
   })
   t.same(structured(other), { ok: true, modified: 0 }, "another install's subscription is out of reach")
   const still = await app.inject({
     method: 'GET',
-    url: `/public/v1/orgs/${owner.orgRefId}/entities/${owner.entityRefId}/webhooks`,
+    url: hooksUrl(owner),
     headers: bearer(owner.accessToken)
   })
-  t.same(still.json().subscriptions.map((s: { _id: string }) => s._id), [theirs.json().id], 'and stays active')
+  t.same(still.json().subscriptions.map((s: { _id: string }) => s._id), [theirs.id], 'and stays active')
 
   const topics = await rawCall(anonymous.base, undefined, 'tools/call', { name: 'list_webhook_topics', arguments: {} })
   t.equal(topics.status, 200, 'anonymous, where allowed: public tools answer')
@@ -392,7 +388,7 @@ t.test('a plain stateless tools/call and the SDK answer alike', async t => {
   const answeredBy = (res: Response) => res.headers.get('content-type') === 'application/json' ? 'sdk' : 'plain'
   const subscriptions = async () => (await app.inject({
     method: 'GET',
-    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
+    url: hooksUrl(i),
     headers: bearer(i.accessToken)
   })).json().subscriptions.length
   const target = { topics: ['invoice.paid'], target_url: 'https://hooks.example.com/plain' }
