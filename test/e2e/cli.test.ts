@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import t from 'tap'
 import { ROOT } from '../../lib/root.js'
-import { TEST_DATABASE_URL } from '../support/helper.js'
+import { TEST_POSTGRES_URL } from '../support/helper.js'
 import { cli } from '../support/processes.js'
 
 interface Run { code: number | null, stdout: string, stderr: string }
@@ -41,19 +41,19 @@ const COMMANDS = [
 
 const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
 
-/** A data directory, a port and (on Postgres) a fresh database that any real run of a command would change. */
+/** A data directory, a port and (with the tests' Postgres) a fresh database: any real run of a command changes them. */
 async function untouched (t: { teardown (fn: () => unknown): void }) {
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-help-'))
   let databaseUrl: string | undefined
-  if (TEST_DATABASE_URL) {
-    const url = new URL(TEST_DATABASE_URL)
+  if (TEST_POSTGRES_URL) {
+    const url = new URL(TEST_POSTGRES_URL)
     url.pathname = `/${url.pathname.slice(1)}_help`
-    const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
+    const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL })
     await admin.connect()
     await admin.query(`create database ${url.pathname.slice(1)}`)
     await admin.end()
     t.teardown(async () => {
-      const c = new pg.Client({ connectionString: TEST_DATABASE_URL })
+      const c = new pg.Client({ connectionString: TEST_POSTGRES_URL })
       await c.connect()
       await c.query(`drop database if exists ${url.pathname.slice(1)} with (force)`)
       await c.end()
