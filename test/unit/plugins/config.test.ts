@@ -21,8 +21,11 @@ t.test('a bad value stops the start with a message naming the variable', async t
     [{ MCP_ALLOWED_ORIGINS: 'https://ok.example,ftp://x/y' }, /MCP_ALLOWED_ORIGINS/],
     [{ WEBHOOK_CA_FILE: '/nonexistent/ca.pem' }, /WEBHOOK_CA_FILE names a file that does not exist/]
   ]
+  // One data directory for every case: the development secrets are generated once (an RSA key each time is
+  // most of this file's time), and each case's own variable is what it is about.
+  const dir = dataDir()
   for (const [env, message] of cases) {
-    t.throws(() => loadConfig({ DATA_DIR: dataDir(), ...env }), { name: 'ConfigError', message }, JSON.stringify(env))
+    t.throws(() => loadConfig({ DATA_DIR: dir, ...env }), { name: 'ConfigError', message }, JSON.stringify(env))
   }
 })
 
