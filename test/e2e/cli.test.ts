@@ -5,9 +5,9 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { ROOT } from '../../lib/root.js'
-import { TEST_POSTGRES_URL } from '../support/helper.js'
+import { needsPostgres, postgresDatabase } from '../support/helper.js'
 import { cli } from '../support/processes.js'
 
 interface Run { code: number | null, stdout: string, stderr: string }
@@ -42,24 +42,9 @@ const COMMANDS = [
 const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
 
 /** A data directory, a port and (with the tests' Postgres) a fresh database: any real run of a command changes them. */
-async function untouched (t: { teardown (fn: () => unknown): void }) {
+async function untouched (t: Test) {
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-help-'))
-  let databaseUrl: string | undefined
-  if (TEST_POSTGRES_URL) {
-    const url = new URL(TEST_POSTGRES_URL)
-    url.pathname = `/${url.pathname.slice(1)}_help`
-    const admin = new pg.Client({ connectionString: TEST_POSTGRES_URL })
-    await admin.connect()
-    await admin.query(`create database ${url.pathname.slice(1)}`)
-    await admin.end()
-    t.teardown(async () => {
-      const c = new pg.Client({ connectionString: TEST_POSTGRES_URL })
-      await c.connect()
-      await c.query(`drop database if exists ${url.pathname.slice(1)} with (force)`)
-      await c.end()
-    })
-    databaseUrl = url.toString()
-  }
+  const databaseUrl = needsPostgres ? undefined : await postgresDatabase(t)
   const tables = async (): Promise<number> => {
     if (!databaseUrl) return 0
     const c = new pg.Client({ connectionString: databaseUrl })

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { eventually, needsPostgres, TEST_POSTGRES_URL } from '../support/helper.js'
+import { eventually, needsPostgres, postgresDatabase } from '../support/helper.js'
 import { cli } from '../support/processes.js'
 
 function start (env: Record<string, string>) {
@@ -145,7 +145,7 @@ t.test('DATABASE_URL without a user name connects as the OS user, as libpq does,
   { skip: needsPostgres }, async t => {
     const { spawnSync } = await import('node:child_process')
     const { userInfo } = await import('node:os')
-    const url = new URL(TEST_POSTGRES_URL!)
+    const url = new URL(await postgresDatabase(t))
     url.username = ''
     url.password = ''
     const env = {

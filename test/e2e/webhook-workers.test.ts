@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import t, { type Test } from 'tap'
 import { buildWorker } from '../../app.js'
-import { bearer, build, eventually, install, needsPostgres, testConfig, TEST_POSTGRES_URL } from '../support/helper.js'
+import { bearer, build, eventually, install, needsPostgres, postgresDatabase, testConfig } from '../support/helper.js'
 import { cli } from '../support/processes.js'
 import { startReceiver } from '../support/receiver.js'
 
@@ -11,7 +11,7 @@ const postgres = needsPostgres
 async function setup (t: Test, respond?: Parameters<typeof startReceiver>[1]) {
   const receiver = await startReceiver(t, respond)
   const env = {
-    DATABASE_URL: TEST_POSTGRES_URL,
+    DATABASE_URL: await postgresDatabase(t),
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     WEBHOOK_CA_FILE: receiver.caFile,
     WEBHOOK_WORKER: 'false'

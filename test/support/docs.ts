@@ -1,12 +1,10 @@
-// Running the documentation's examples as a reader pastes them (test/docs-examples.test.ts, test/docs-pkce.test.ts).
+// Running the documentation's examples as a reader pastes them (test/e2e/docs-examples, test/e2e/docs-pkce).
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import pg from 'pg'
 import { ROOT } from '../../lib/root.js'
 import { freePort } from './browser.js'
-import { eventually, TEST_DATABASE_URL, TEST_POSTGRES_URL } from './helper.js'
+import { eventually, freshDatabase, postgresDatabase, TEST_DATABASE_URL } from './helper.js'
 import { untapped } from './processes.js'
 
 export type Test = { teardown (fn: () => unknown): void }
@@ -70,26 +68,12 @@ export function workDir (t: Test): string {
 }
 
 /**
- * A database of its own for each service (each registers `demo-app`): on the database under test, or on the tests'
- * Postgres when `postgres` says the recipe needs one; '' (embedded) when there is none.
+ * A database of its own for each service (each registers `demo-app`): on the tests' Postgres when `postgres` says
+ * the recipe needs one, else on the database under test; '' (embedded) when that is the embedded one.
  */
 export async function database (t: Test, opts: { postgres?: boolean } = {}): Promise<string> {
-  const server = opts.postgres ? TEST_POSTGRES_URL : TEST_DATABASE_URL
-  if (!server) return ''
-  const url = new URL(server)
-  const name = `${url.pathname.slice(1)}_${randomBytes(3).toString('hex')}`
-  const admin = new pg.Client({ connectionString: server })
-  await admin.connect()
-  await admin.query(`create database ${name}`)
-  await admin.end()
-  t.teardown(async () => {
-    const c = new pg.Client({ connectionString: server })
-    await c.connect()
-    await c.query(`drop database if exists ${name} with (force)`)
-    await c.end()
-  })
-  url.pathname = `/${name}`
-  return url.toString()
+  if (opts.postgres) return postgresDatabase(t)
+  return TEST_DATABASE_URL ? freshDatabase(t, TEST_DATABASE_URL) : ''
 }
 
 export interface Ran { code: number | null, stdout: string, stderr: string }

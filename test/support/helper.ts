@@ -53,16 +53,40 @@ async function databaseForThisFile (base: string | undefined): Promise<string | 
 export const TEST_DATABASE_URL = await databaseForThisFile(process.env.DATABASE_URL || undefined)
 
 /**
- * A Postgres for the tests that need one whatever the database under test is (two instances on one database,
- * worker processes, the docs' worker-apart recipe): the database under test when that is Postgres, else a database
- * of this file's own on TEST_POSTGRES_URL (CI sets it, so that each end-to-end file runs once and still covers both
- * kinds of database). Undefined when neither is set: those tests are skipped with `needsPostgres` as the reason.
+ * The Postgres server of the tests that need one whatever the database under test is (worker processes sharing a
+ * queue, the docs' worker-apart recipe, a URL without a user name): DATABASE_URL's when that is set, else
+ * TEST_POSTGRES_URL (CI sets it, so that each end-to-end file runs once and still covers both kinds of database).
+ * Those tests make databases of their own on it (`postgresDatabase`); without either they are skipped with
+ * `needsPostgres` as the reason.
  */
-export const TEST_POSTGRES_URL = TEST_DATABASE_URL ??
-  await databaseForThisFile(process.env.TEST_POSTGRES_URL || undefined)
-export const needsPostgres = TEST_POSTGRES_URL
+const POSTGRES_SERVER = process.env.DATABASE_URL || process.env.TEST_POSTGRES_URL || undefined
+export const needsPostgres = POSTGRES_SERVER
   ? false
   : 'needs Postgres: set TEST_POSTGRES_URL or DATABASE_URL (CI sets both)'
+
+/** A database of its own on `server` for one test, dropped when the test ends; its URL. */
+export async function freshDatabase (t: Test, server: string): Promise<string> {
+  const url = new URL(server)
+  const name = `mg_t_${process.pid}_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: server })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  await admin.end()
+  t.teardown(async () => {
+    const c = new pg.Client({ connectionString: server })
+    await c.connect()
+    await c.query(`drop database if exists ${name} with (force)`)
+    await c.end()
+  })
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/** A database of its own on the tests' Postgres for one test (skip the test with `needsPostgres` first). */
+export function postgresDatabase (t: Test): Promise<string> {
+  if (!POSTGRES_SERVER) throw new Error(needsPostgres as string)
+  return freshDatabase(t, POSTGRES_SERVER)
+}
 
 /**
  * On the embedded database, every app of the tests starts from one migrated data directory instead of creating its
