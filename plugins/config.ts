@@ -46,7 +46,8 @@ export const EnvSchema = Type.Object({
   WEBHOOK_WORKER: Type.Optional(Bool),
   WEBHOOK_CONCURRENCY: Type.Optional(Int(1, 1_000)),
   WEBHOOK_LEASE_SECONDS: Type.Optional(Int(1, 3_600)),
-  WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: Type.Optional(Int(1, 300)),
+  // At most 20 s: a worker's stop waits for attempts in flight (time-out + 2 s) inside the 25 s shutdown bound.
+  WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: Type.Optional(Int(1, 20)),
   WEBHOOK_REPLAY_LIMIT: Type.Optional(Int(1, 1_000_000)),
   MCP_ALLOWED_ORIGINS: Type.Optional(Type.String()),
   MCP_ALLOW_ANONYMOUS: Type.Optional(Bool),
@@ -299,6 +300,19 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
   if (env.WEBHOOK_CA_FILE && !existsSync(env.WEBHOOK_CA_FILE)) {
     problems.push(['WEBHOOK_CA_FILE', `names a file that does not exist (${JSON.stringify(env.WEBHOOK_CA_FILE)})`])
   }
+  // A claim that expires while its attempt still runs hands the delivery to another worker: a second send.
+  const leaseSeconds = Number(env.WEBHOOK_LEASE_SECONDS ?? 60)
+  const attemptTimeoutSeconds = Number(env.WEBHOOK_ATTEMPT_TIMEOUT_SECONDS ?? 15)
+  if (!reported('WEBHOOK_LEASE_SECONDS') && !reported('WEBHOOK_ATTEMPT_TIMEOUT_SECONDS') &&
+    leaseSeconds <= attemptTimeoutSeconds) {
+    problems.push(['WEBHOOK_LEASE_SECONDS',
+      `must be longer than WEBHOOK_ATTEMPT_TIMEOUT_SECONDS (${attemptTimeoutSeconds}) (got ${leaseSeconds})`])
+  }
+  const metadataTimeoutSeconds = Number(env.CLIENT_METADATA_TIMEOUT_SECONDS ?? 3)
+  const metadataTimeoutInRange = metadataTimeoutSeconds >= 0.1 && metadataTimeoutSeconds <= 60
+  if (!reported('CLIENT_METADATA_TIMEOUT_SECONDS') && !metadataTimeoutInRange) {
+    problems.push(['CLIENT_METADATA_TIMEOUT_SECONDS', `must be from 0.1 to 60 seconds (got ${metadataTimeoutSeconds})`])
+  }
   if (problems.length > 0 || !webhookSecretKey || Array.isArray(tokenSigningKey)) throw new ConfigError(problems)
 
   return {
@@ -328,14 +342,14 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookDisableAfterHours: Number(env.WEBHOOK_DISABLE_AFTER_HOURS ?? 24),
     webhookWorker: flag(env.WEBHOOK_WORKER, true),
     webhookConcurrency: Number(env.WEBHOOK_CONCURRENCY ?? 64),
-    webhookLeaseSeconds: Number(env.WEBHOOK_LEASE_SECONDS ?? 60),
-    webhookAttemptTimeoutSeconds: Number(env.WEBHOOK_ATTEMPT_TIMEOUT_SECONDS ?? 15),
+    webhookLeaseSeconds: leaseSeconds,
+    webhookAttemptTimeoutSeconds: attemptTimeoutSeconds,
     webhookReplayLimit: Number(env.WEBHOOK_REPLAY_LIMIT ?? 10_000),
     mcpAllowedOrigins: origins,
     mcpAllowAnonymous: flag(env.MCP_ALLOW_ANONYMOUS, false),
     loginUrl: env.LOGIN_URL,
     registrationRateLimit: Number(env.REGISTRATION_RATE_LIMIT ?? 10),
-    clientMetadataTimeoutSeconds: Number(env.CLIENT_METADATA_TIMEOUT_SECONDS ?? 3),
+    clientMetadataTimeoutSeconds: metadataTimeoutSeconds,
     metricsToken: env.METRICS_TOKEN,
     logLevel: env.LOG_LEVEL ?? 'info',
     nodeEnv,

@@ -85,3 +85,13 @@ t.test('development secrets are generated once and kept', async t => {
   t.same(a.webhookRetrySchedule, [5, 300, 1800, 7200, 18000, 36000, 36000])
   t.same(a.mcpAllowedOrigins, ['http://127.0.0.1:3000'])
 })
+
+t.test('CLIENT_METADATA_TIMEOUT_SECONDS: 3 by default, from 0.1 to 60 seconds, decimals allowed', async t => {
+  const dir = dataDir()
+  t.equal(loadConfig({ DATA_DIR: dir }).clientMetadataTimeoutSeconds, 3)
+  t.equal(loadConfig({ DATA_DIR: dir, CLIENT_METADATA_TIMEOUT_SECONDS: '0.5' }).clientMetadataTimeoutSeconds, 0.5)
+  for (const bad of ['0', '0.0004', '61', '1e3', '-1', 'x']) {
+    t.throws(() => loadConfig({ DATA_DIR: dir, CLIENT_METADATA_TIMEOUT_SECONDS: bad }),
+      { name: 'ConfigError', message: /CLIENT_METADATA_TIMEOUT_SECONDS must be/ }, bad)
+  }
+})

@@ -116,12 +116,17 @@ t.test('crossedThresholds: a 410 at once; a streak only when long enough and old
     'an inactive subscription is not disabled again')
 })
 
-t.test('WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: 15 by default, whole seconds from 1 to 300', async t => {
+t.test('WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: 15 by default, whole seconds from 1 to 20, below the lease', async t => {
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-config-'))
   t.equal(loadConfig({ DATA_DIR: dataDir }).webhookAttemptTimeoutSeconds, 15)
   t.equal(loadConfig({ DATA_DIR: dataDir, WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: '1' }).webhookAttemptTimeoutSeconds, 1)
-  for (const bad of ['0', '301', '1.5', 'x']) {
+  for (const bad of ['0', '21', '1.5', 'x']) {
     t.throws(() => loadConfig({ DATA_DIR: dataDir, WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: bad }),
-      { name: 'ConfigError', message: /WEBHOOK_ATTEMPT_TIMEOUT_SECONDS must be an integer from 1 to 300/ }, bad)
+      { name: 'ConfigError', message: /WEBHOOK_ATTEMPT_TIMEOUT_SECONDS must be an integer from 1 to 20/ }, bad)
   }
+  t.throws(() => loadConfig({ DATA_DIR: dataDir, WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: '20', WEBHOOK_LEASE_SECONDS: '20' }),
+    { name: 'ConfigError', message: /WEBHOOK_LEASE_SECONDS must be longer than WEBHOOK_ATTEMPT_TIMEOUT_SECONDS/ },
+    'a lease that could expire while its attempt runs')
+  t.equal(loadConfig({ DATA_DIR: dataDir, WEBHOOK_LEASE_SECONDS: '16' }).webhookLeaseSeconds, 16,
+    'a lease just above the default attempt time-out')
 })
