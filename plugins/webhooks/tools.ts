@@ -151,7 +151,7 @@ export function addWebhookTools (mcp: FastifyInstance['mcp'], webhooks: WebhookS
   })
 
   // Read once at start: a build that left the guide out fails to start, rather than answering with a server path.
-  // The Dockerfile copies it into the image (test/image.test.ts).
+  // The Dockerfile copies it into the image (test/e2e/image.test.ts).
   const guide = readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8')
   mcp.addResource({
     uri: 'marketplace://docs/webhooks.md',
