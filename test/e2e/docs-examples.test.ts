@@ -2,7 +2,7 @@
 // here, as written, against a service started as the reader starts it (`npm start`, its own process), or says why
 // not. What the test changes in a block is listed where it does it: the port (BASE), the database URL a reader fills
 // in. A block added to the docs without a runner fails the first test. The walkthrough's PKCE steps run for every
-// first character of a verifier in test/docs-pkce.test.ts.
+// first character of a verifier in test/e2e/docs-pkce.test.ts.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'

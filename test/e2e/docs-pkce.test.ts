@@ -1,5 +1,5 @@
-// The README walkthrough's PKCE steps, as written, for one verifier per possible first character (test/docs.ts runs
-// them as a reader would).
+// The README walkthrough's PKCE steps, as written, for one verifier per possible first character
+// (test/support/docs.ts runs them as a reader would).
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
 import { join } from 'node:path'

@@ -13,8 +13,8 @@ const DIR = join(ROOT, 'test', 'support', 'typed-client')
 
 /**
  * What an app developer does with the document: generate TypeScript types (openapi-typescript), write a client
- * against them (test/typed-client/client.ts, openapi-fetch), compile it with `tsc --strict`, and call the service
- * over HTTP: the OAuth code exchange and a refresh as forms, /me, and the webhook routes.
+ * against them (test/support/typed-client/client.ts, openapi-fetch), compile it with `tsc --strict`, and call the
+ * service over HTTP: the OAuth code exchange and a refresh as forms, /me, and the webhook routes.
  */
 t.test('a client typed from the OpenAPI document compiles strictly and works', async t => {
   const app = await build(t, { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_WORKER: 'false' })

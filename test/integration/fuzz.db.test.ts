@@ -1,10 +1,10 @@
-// Fuzz test (issue 8): thousands of requests generated with fast-check from the OpenAPI document and from the
+// Fuzz test: thousands of requests generated with fast-check from the OpenAPI document and from the
 // routes it leaves out, with good and bad credentials, edge path parameters, wrong query types, mutated,
 // oversized, non-JSON and non-UTF-8 bodies and odd headers; a smaller set over raw TCP for what `inject` cannot
 // send. Every answer must be below 500 (but the deliberate 501 `not_implemented`) and every error body must come
 // from the catalog (plugins/errors.ts). The seed is fixed; FUZZ_SEED=random (or a number) picks another, and
 // FUZZ_SCALE=<n> multiplies the number of runs. FUZZ_ALL=1 reports every distinct problem instead of stopping at
-// the first one (without shrinking). See docs/tooling.md#fuzzing-issue-8.
+// the first one (without shrinking). See docs/tooling.md#fuzzing.
 import { randomInt } from 'node:crypto'
 import t, { type Test } from 'tap'
 import fc from 'fast-check'
@@ -706,7 +706,7 @@ async function fuzz<T> (
 }
 
 /**
- * What the fuzzer found (issue 8), each as its minimal request, sent on every run so that a regression is caught
+ * What the fuzzer found, each as its minimal request, sent on every run so that a regression is caught
  * whatever the seed. Each entry names what the service once answered; all are fixed. Add new findings here.
  */
 const FINDINGS: Array<{ finding: string, request: FuzzRequest }> = [
@@ -799,7 +799,8 @@ t.test('fuzz: no 5xx, every error body from the catalog', async t => {
     PUBLIC_RATE_LIMIT: '1000000',
     MCP_RATE_LIMIT_IP: '1000000',
     MCP_RATE_LIMIT_SESSION: '1000000',
-    // Anonymous sessions too, so that tokenless MCP traffic reaches the protocol (the 401 is tested in mcp.test.ts).
+    // Anonymous sessions too, so that tokenless MCP traffic reaches the protocol (the 401 is tested in
+    // plugins/mcp/sessions.test.ts).
     MCP_ALLOW_ANONYMOUS: 'true',
     WEBHOOK_WORKER: 'false'
   })
@@ -854,7 +855,7 @@ t.test('fuzz: no 5xx, every error body from the catalog', async t => {
     return answerProblem({ method: 'RAW', path: target.split('?')[0]! }, answer)
   }
 
-  await t.test('findings of issue 8, one request each: each is answered from the catalog', async t => {
+  await t.test('what the fuzzer found, one request each: each is answered from the catalog', async t => {
     for (const f of FINDINGS) t.notOk(await exchange(f.request), f.finding, { reproducer: describe(f.request) })
     for (const f of RAW_FINDINGS) {
       t.notOk(await rawExchange(Buffer.from(f.bytes, 'latin1')), f.finding, { reproducer: JSON.stringify(f.bytes) })

@@ -116,7 +116,7 @@ function mcpMessageProblem (message: unknown): string | undefined {
   return undefined
 }
 
-/** Everything wrong with one answer, or undefined. The checks of issue 8: no 5xx, every error from the catalog. */
+/** Everything wrong with one answer, or undefined. The fuzz test's checks: no 5xx, every error from the catalog. */
 export function answerProblem (ctx: Context, answer: Answer): string | undefined {
   const { statusCode: status } = answer
   const head = ctx.method === 'HEAD'

@@ -1,4 +1,4 @@
-// Agents sign in on their own (issue 9): the MCP SDK client's own OAuth flow (auth() with an OAuthClientProvider)
+// Agents sign in on their own: the MCP SDK client's own OAuth flow (auth() with an OAuthClientProvider)
 // against the service over real HTTP, with a person's consent given in headless Chromium, ending with
 // tools/call whoami equal to GET /public/v1/me. One test per way a client comes to be known.
 import { createServer as createHttpServer } from 'node:http'

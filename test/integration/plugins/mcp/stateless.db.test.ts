@@ -4,7 +4,7 @@ import type { AppInstance } from '../../../../app.js'
 import { bearer, build, install, type Installed } from '../../../support/helper.js'
 import { hooksUrl, subscribe } from '../../../support/webhooks.js'
 
-// MCP revision 2026-07-28 (stateless) next to 2025-11-25 on /mcp (issue 13), through the official SDK 2.x client
+// MCP revision 2026-07-28 (stateless) next to 2025-11-25 on /mcp, through the official SDK 2.x client
 // and raw HTTP.
 
 const REVISION = '2026-07-28'
