@@ -28,6 +28,8 @@ async function main (t: Test): Promise<void> {
     // A claim whose outcome could not be recorded during the outage is taken again after its lease: short, so that
     // the last check does not wait long for them (a delivery to the local receiver takes milliseconds).
     WEBHOOK_LEASE_SECONDS: '3',
+    // Below the lease: an attempt outlives its claim only if the lease is the shorter (the start refuses that).
+    WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: '2',
     ...SECRETS
   }
 

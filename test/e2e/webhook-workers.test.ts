@@ -77,6 +77,8 @@ t.test('kill -9 of a worker midway loses nothing', { skip: postgres }, async t =
     ...s.env,
     WEBHOOK_WORKER: 'true',
     WEBHOOK_LEASE_SECONDS: '3',
+    // Below the lease: an attempt outlives its claim only if the lease is the shorter (the start refuses that).
+    WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: '2',
     WEBHOOK_SECRET_KEY: s.api.config.webhookSecretKey.toString('hex'),
     DATA_DIR: s.api.config.dataDir,
     LOG_LEVEL: 'warn'
