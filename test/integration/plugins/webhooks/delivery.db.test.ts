@@ -3,21 +3,24 @@ import t from 'tap'
 import type { AppInstance } from '../../../../app.js'
 import { serviceSignature } from '../../../../plugins/webhooks/signing.js'
 import { WAKEUP_CHANNEL } from '../../../../plugins/webhooks/store.js'
-import { bearer, build, eventually, install, type Installed } from '../../../support/helper.js'
+import {
+  bearer, build, eventually, freshDatabase, install, TEST_DATABASE_URL, type Installed
+} from '../../../support/helper.js'
 import { selfSigned, startReceiver } from '../../../support/receiver.js'
 import {
   hooksUrl as hooks, publishRaw as publish, receiverEnv, settled, subscribeRaw as subscribe
 } from '../../../support/webhooks.js'
 
 // One app for the file. Retries wait an hour (the jitter keeps them 48 to 72 minutes away), so a failed delivery
-// stays pending until a test makes its retry due (dueNow); three failures disable at once; an attempt gives up
-// after 1 s.
-const app = await build(t, receiverEnv(selfSigned().caFile, {
+// stays pending until a test makes its retry due (dueNow); three failures disable at once. An attempt has the
+// default time-out: on a loaded machine a slow delivery that succeeds must not turn into a time-out.
+const caFile = selfSigned().caFile
+const settings = {
   WEBHOOK_RETRY_SCHEDULE: '3600,3600,3600,3600',
   WEBHOOK_DISABLE_AFTER_FAILURES: '3',
-  WEBHOOK_DISABLE_AFTER_HOURS: '0',
-  WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: '1'
-}))
+  WEBHOOK_DISABLE_AFTER_HOURS: '0'
+}
+const app = await build(t, receiverEnv(caFile, settings))
 
 async function listing (app: AppInstance, i: Installed, query = '') {
   return (await app.inject({ method: 'GET', url: hooks(i) + query, headers: bearer(i.accessToken) })).json()
@@ -575,7 +578,13 @@ t.test('deleting a subscription cancels its pending deliveries; a manual retry s
 })
 
 t.test('a time-out counts as a failure with LastDeliveryStatus 0', async t => {
-  // The receiver takes the request and never answers: the attempt's time-out (1 s in this file) applies.
+  // A second app: an attempt time-out of 1 s, which the file's app must not have. On Postgres a database of its own,
+  // so that the file's app, whose worker would wait 15 s on this receiver, never claims this delivery.
+  const app = await build(t, {
+    ...receiverEnv(caFile, { ...settings, WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: '1' }),
+    DATABASE_URL: TEST_DATABASE_URL && await freshDatabase(t, TEST_DATABASE_URL)
+  })
+  // The receiver takes the request and never answers: the attempt's time-out (1 s for this app) applies.
   const receiver = await startReceiver(t, () => {})
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
