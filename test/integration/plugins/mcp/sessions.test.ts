@@ -15,7 +15,7 @@ async function serve (t: Test, env: Record<string, string>, clock?: ManualClock)
 const baseOf = (app: AppInstance): string => `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
 
 // One app for the file, over real HTTP (the SDK client needs it), with anonymous sessions on: most tests here also
-// try what a tokenless client gets. Its clock moves only by hand: sessions expire when a test says so. Every test
+// try what a tokenless client gets. Its clock never moves: no session or token expires while the file runs. Every test
 // but the rate limits' comes from 127.0.0.1: together about 85 POSTs to /mcp, under the 120 a minute of one address.
 const clock = new ManualClock(Date.now())
 const app = await serve(t, { MCP_ALLOW_ANONYMOUS: 'true' }, clock)
@@ -322,10 +322,14 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
 })
 
 t.test('sessions: active_sessions up, down on DELETE, down on idle expiry', async t => {
+  // An app and a clock of its own: moving the file's clock past the idle time would also expire its access tokens.
+  const clock = new ManualClock(Date.now())
+  const app = await serve(t, { MCP_ALLOW_ANONYMOUS: 'true' }, clock)
+  const base = baseOf(app)
   const sessions = async () =>
     ((await (await fetch(`${base}/health`)).json()) as { active_sessions: number }).active_sessions
-  // The sessions of the tests before this one may still be open: counted from here.
   const before = await sessions()
+  t.equal(before, 0, 'a new app has no session open')
   const a = await rawSession(base)
   const b = await rawSession(base)
   t.equal(await sessions(), before + 2)
@@ -337,7 +341,7 @@ t.test('sessions: active_sessions up, down on DELETE, down on idle expiry', asyn
   t.equal(await sessions(), before + 1, 'down on DELETE')
   t.equal((await ping(base, a)).status, 404, 'a closed session is unknown')
 
-  // The clock has not moved in this file: every open session was last seen now.
+  // The clock has not moved: every open session was last seen now.
   const idleMs = app.config.mcpSessionIdleMinutes * 60_000
   clock.advance(idleMs)
   t.equal(await sessions(), before + 1, 'idle for exactly MCP_SESSION_IDLE_MINUTES: still open')
