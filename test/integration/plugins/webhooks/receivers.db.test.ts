@@ -215,20 +215,9 @@ t.test('the event catalog: every topic with its schema, and what is delivered va
   addFormats.default(ajv)
   const validators = Object.fromEntries(types.map(e => [e.name, ajv.compile(e.payload_schema)]))
   const i = await install(app)
-  const res = await app.inject({
-    method: 'POST',
-    url: hooks(i),
-    headers: bearer(i.accessToken),
-    payload: { topics: ['invoice.paid', 'bill.created'], target_url: receiver.url }
-  })
-  const sub = res.json() as { id: string }
+  const sub = await subscribe(app, i, { topics: ['invoice.paid', 'bill.created'], target_url: receiver.url })
   await publish(app, i, { invoice: 'inv_9', amount: { value: '12.50', currency: 'EUR' } })
-  await app.inject({
-    method: 'POST',
-    url: '/events',
-    headers: bearer(app.config.eventsToken),
-    payload: { topic: 'bill.created', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { bill: 'b_1' } }
-  })
+  await publish(app, i, { bill: 'b_1' }, 'bill.created')
   await app.inject({ method: 'POST', url: `${hooks(i)}/${sub.id}/test`, headers: bearer(i.accessToken) })
   for (const r of await receiver.waitFor(3)) {
     const body = JSON.parse(r.body.toString())
@@ -321,7 +310,14 @@ t.test('fair delivery: a tenant of endpoints that never answer does not hold bac
   await publish(app, light)
   const [arrived] = await healthy.waitFor(1)
   t.ok(arrived, 'the other tenant\'s delivery arrived')
-  t.ok(held.length > 0 && held.every(res => !res.writableEnded), 'while the dark tenant\'s attempts still hang')
+  // While the dark tenant's attempts still hang: in flight at the worker, their connections open, none recorded.
+  const recorded = await app.db.query<{ n: number }>(
+    'select count(*)::int as n from webhook_attempts where subscription_id = any($1::text[])',
+    [darkSubs.map(s => s.id)])
+  t.ok(held.length > 0 && held.every(res => !res.writableEnded && !res.req.socket.destroyed),
+    'while the dark tenant\'s attempts still hang, their connections open')
+  t.ok(app.webhooks.workerStatus()!.inFlight >= held.length, 'the worker still has them in flight')
+  t.equal(recorded[0]!.n, 0, 'and no attempt of the dark tenant has ended')
   t.equal(hole.received.length, 1, 'the dark tenant held one slot of four (a quarter), not all of them')
   // The dark tenant's other deliveries are cancelled, so that none is left to hang when the app closes.
   for (const sub of darkSubs) {
