@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process'
 import t, { type Test } from 'tap'
 import { buildWorker } from '../../app.js'
-import { bearer, build, eventually, install, needsPostgres, postgresDatabase, testConfig } from '../support/helper.js'
+import { build, eventually, install, needsPostgres, postgresDatabase, testConfig } from '../support/helper.js'
 import { cli } from '../support/processes.js'
 import { startReceiver } from '../support/receiver.js'
+import { publish as publishEvent, subscribe } from '../support/webhooks.js'
 
 // Workers share a queue through Postgres: the embedded database belongs to one process.
 const postgres = needsPostgres
@@ -18,32 +19,16 @@ async function setup (t: Test, respond?: Parameters<typeof startReceiver>[1]) {
   }
   const api = await build(t, env)
   const i = await install(api)
-  const sub = await api.inject({
-    method: 'POST',
-    url: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}/webhooks`,
-    headers: { ...bearer(i.accessToken), 'content-type': 'application/json' },
-    payload: JSON.stringify({ topics: ['invoice.paid'], target_url: receiver.url })
-  })
-  t.equal(sub.statusCode, 201)
+  const sub = await subscribe(api, i, { target_url: receiver.url })
+  t.match(sub, { topics: ['invoice.paid'], target_url: receiver.url }, 'subscribed')
+  /** Publishes `n` invoice.paid events, 50 at a time; their ids. */
   const publish = async (n: number): Promise<string[]> => {
     const ids: string[] = []
     for (let k = 0; k < n; k += 50) {
       const batch = await Promise.all(
-        Array.from({ length: Math.min(50, n - k) }, (_, j) =>
-          api.inject({
-            method: 'POST',
-            url: '/events',
-            headers: { authorization: `Bearer ${api.config.eventsToken}`, 'content-type': 'application/json' },
-            payload: JSON.stringify({
-              topic: 'invoice.paid',
-              org_ref_id: i.orgRefId,
-              entity_ref_id: i.entityRefId,
-              data: { n: k + j }
-            })
-          })
-        )
+        Array.from({ length: Math.min(50, n - k) }, (_, j) => publishEvent(api, i, { n: k + j }))
       )
-      ids.push(...batch.map(r => r.json().id as string))
+      ids.push(...batch.map(r => r.id))
     }
     return ids
   }
@@ -54,7 +39,7 @@ async function setup (t: Test, respond?: Parameters<typeof startReceiver>[1]) {
         `select count(*) filter (where status = 'pending')::int as pending,
                 count(*) filter (where locked_by is not null)::int as claimed
            from webhook_deliveries where subscription_id = $1`,
-        [sub.json().id]
+        [sub.id]
       )
     )[0]!
   return { receiver, api, env, publish, eventIds, queueState }
