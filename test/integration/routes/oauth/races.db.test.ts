@@ -19,26 +19,35 @@ const refresh = (i: Installed, token: string) => app.inject({
 })
 const me = (token: string) => app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(token) })
 
+const GATE_MS = 30_000
+
 /**
  * Presents one refresh token `n` times at once. Each presentation waits at the refresh rule until all `n` have
  * arrived, so every one of them reached the service before the first rotation: a request routed after the rotation
  * is a retry of a lost answer (the grace window), and how fast this machine routes `n` requests must not decide
  * which of them those are. On Postgres, more presentations than the pool has connections (20) also means that some
- * wait for a connection until after the winner committed, and must still count as racing.
+ * wait for a connection until after the winner committed, and must still count as racing. A request that fails
+ * before it reaches the rule would keep the gate shut: after GATE_MS the presentation fails, saying how many arrived.
  */
 async function presentAtOnce (i: Installed, token: string, n: number) {
   const rule = app.oauth.refresh
   let arrived = 0
   let allArrived!: () => void
   const gate = new Promise<void>(resolve => { allArrived = resolve })
+  let timer: NodeJS.Timeout | undefined
+  const bound = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(
+      `only ${arrived} of the ${n} presentations reached the refresh rule within ${GATE_MS} ms`)), GATE_MS)
+  })
   app.oauth.refresh = async (...args) => {
     if (++arrived === n) allArrived()
-    await gate
+    await Promise.race([gate, bound])
     return rule.apply(app.oauth, args)
   }
   try {
-    return await Promise.all(Array.from({ length: n }, () => refresh(i, token)))
+    return await Promise.race([Promise.all(Array.from({ length: n }, () => refresh(i, token))), bound])
   } finally {
+    clearTimeout(timer)
     app.oauth.refresh = rule
   }
 }
