@@ -1,5 +1,5 @@
 /**
- * Benchmark (issue 12): `POST /events` throughput, one event per request and in batches, and the deliveries per
+ * Benchmark: `POST /events` throughput, one event per request and in batches, and the deliveries per
  * second end to end for one subscription.
  *
  *   npx tsx bench/events.ts

@@ -1,5 +1,5 @@
 /**
- * Benchmark (issues 4 and 13): the MCP endpoint of the real app on real Postgres, both revisions.
+ * Benchmark: the MCP endpoint of the real app on real Postgres, both revisions.
  *
  *   npx tsx bench/mcp.ts
  *

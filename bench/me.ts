@@ -1,5 +1,5 @@
 /**
- * Benchmark (issues 2 and 12): `GET /public/v1/me` of the service as users run it, against a bare Fastify route.
+ * Benchmark: `GET /public/v1/me` of the service as users run it, against a bare Fastify route.
  *
  *   npx tsx bench/me.ts
  *
@@ -28,7 +28,7 @@
  *   BENCH_DATABASE_URL   use this database as it is instead (migrated, never dropped)
  *   BENCH_ADMIN_URL      where to create the fresh database (default postgres://postgres@127.0.0.1:5432/postgres)
  *
- * Targets (issue 12): ratio me / bare >= 0.6 at every log level; p99 of /me <= 25 ms; no answer but the expected
+ * Targets: ratio me / bare >= 0.6 at every log level; p99 of /me <= 25 ms; no answer but the expected
  * 200. Exits non-zero only when the run itself fails (setup, or an unexpected answer, which would make the figures
  * meaningless), never for a missed target.
  */

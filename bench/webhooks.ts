@@ -1,5 +1,5 @@
 /**
- * Benchmark (issue 3): webhook delivery throughput and latency of the real app (buildApp, its delivery worker in
+ * Benchmark: webhook delivery throughput and latency of the real app (buildApp, its delivery worker in
  * this process) on real Postgres, against a local HTTPS receiver that answers 200. The phases, the diagnostics and
  * the figures are described in BENCHMARKS.md ("Webhook delivery throughput and latency").
  *
@@ -487,7 +487,7 @@ async function latency (app: AppInstance, setPhase: (t: Tally) => void, tenant: 
 }
 
 /**
- * Fair delivery (issue 10): a tenant whose endpoints accept the connection and never answer (each attempt holds a
+ * Fair delivery: a tenant whose endpoints accept the connection and never answer (each attempt holds a
  * worker slot for the full 15 s) keeps receiving events, while the healthy single subscription gets events one at a
  * time; the figure is its event → first attempt, as in the latency phase but with the worker busy.
  */

@@ -1,5 +1,5 @@
 /**
- * Benchmark (issue 12): webhook delivery with 1, 2 and 4 worker processes on one Postgres. Does it scale, and where
+ * Benchmark: webhook delivery with 1, 2 and 4 worker processes on one Postgres. Does it scale, and where
  * does it stop?
  *
  *   npx tsx bench/workers.ts

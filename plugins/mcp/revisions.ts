@@ -47,7 +47,7 @@ const MAX_KEY_LENGTH = 1_024
  * call itself; its verdict depends on the envelope, the method, the name and those headers, not on which id (any
  * string or safe integer: fast-call.ts has checked) or which arguments object, and a client sends the same envelope
  * with every call, so the verdict is remembered. Classifying costs about a sixth of a whole call (zod, and the
- * garbage it leaves: BENCHMARKS.md, issue 13).
+ * garbage it leaves: BENCHMARKS.md).
  */
 export function plainCallSpeaksStateless (name: string, meta: Record<string, unknown>): boolean {
   const key = `${name}\n${JSON.stringify(meta)}`

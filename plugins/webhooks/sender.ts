@@ -103,7 +103,7 @@ export class Sender implements AttemptSender {
       'content-type': 'application/json',
       'user-agent': `marketplace-webhooks/${VERSION}`,
       // During a rotation's overlap the spec's single signature stays on the secret receivers already hold
-      // (docs/decisions.md#webhooks-for-receivers-issue-10); webhook-signature carries both.
+      // (docs/decisions.md#webhooks-for-receivers); webhook-signature carries both.
       'x-service-signature': serviceSignature(a.keys.at(-1)!.secret, a.body),
       'x-service-topic': a.topic,
       'x-service-event-id': a.eventId,
