@@ -7,13 +7,12 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { buildApp } from '../../app.js'
 import { PG_TIMEOUTS } from '../../plugins/db/postgres.js'
-import { bearer, eventually, install, testConfig, type Installed } from '../support/helper.js'
+import { bearer, eventually } from '../support/helper.js'
 import { startReceiver } from '../support/receiver.js'
-import { subscribe } from '../support/webhooks.js'
 import {
-  missingPeers, SECRETS, startCluster, startLoad, startService, summary, type Outcome, type RequestMaker
+  missingPeers, SECRETS, startCluster, startLoad, startService, subscribedInstall, summary, type Outcome,
+  type RequestMaker
 } from '../support/faults.js'
 
 const missing = missingPeers()
@@ -41,13 +40,8 @@ async function main (t: Test): Promise<void> {
     ...SECRETS
   }
 
-  // An install and a subscription, made through the service's own routes by an app on the same database.
-  const setup = await buildApp(testConfig(t, { ...env, WEBHOOK_WORKER: 'false' }))
-  await setup.ready()
-  const i: Installed = await install(setup)
-  const subscribed = await subscribe(setup, i, { target_url: receiver.url })
-  t.match(subscribed, { topics: ['invoice.paid'], target_url: receiver.url }, 'subscribed')
-  await setup.close()
+  const { install: i, subscription } = await subscribedInstall(t, env, receiver.url)
+  t.match(subscription, { topics: ['invoice.paid'], target_url: receiver.url }, 'subscribed')
 
   const service = await startService(t, env)
   let refreshToken = i.refreshToken

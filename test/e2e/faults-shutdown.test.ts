@@ -8,12 +8,11 @@ import { once } from 'node:events'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { Pool } from 'undici'
-import { buildApp } from '../../app.js'
-import { bearer, eventually, install, testConfig, type Installed } from '../support/helper.js'
+import { bearer, eventually } from '../support/helper.js'
 import { startReceiver } from '../support/receiver.js'
-import { subscribe } from '../support/webhooks.js'
 import {
-  missingPeers, SECRETS, startCluster, startLoad, startRedis, startService, summary, type Outcome, type RequestMaker
+  missingPeers, SECRETS, startCluster, startLoad, startRedis, startService, subscribedInstall, summary, type Outcome,
+  type RequestMaker
 } from '../support/faults.js'
 
 const missing = missingPeers()
@@ -30,12 +29,8 @@ async function main (t: Test): Promise<void> {
     WEBHOOK_CA_FILE: receiver.caFile,
     ...SECRETS
   }
-  const setup = await buildApp(testConfig(t, { ...env, WEBHOOK_WORKER: 'false' }))
-  await setup.ready()
-  const i: Installed = await install(setup)
-  const subscribed = await subscribe(setup, i, { target_url: receiver.url })
-  t.match(subscribed, { topics: ['invoice.paid'], target_url: receiver.url }, 'subscribed')
-  await setup.close()
+  const { install: i, subscription } = await subscribedInstall(t, env, receiver.url)
+  t.match(subscription, { topics: ['invoice.paid'], target_url: receiver.url }, 'subscribed')
   const service = await startService(t, { ...env, MCP_RATE_LIMIT_IP: '1000000', MCP_ALLOW_ANONYMOUS: 'true' })
 
   const me: RequestMaker = () => ({ kind: 'me', method: 'GET', path: '/public/v1/me', headers: bearer(i.accessToken) })

@@ -9,8 +9,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Pool } from 'undici'
-import { eventually, ISSUER, SIGNING_KEY } from './helper.js'
+import { buildApp } from '../../app.js'
+import { eventually, install, ISSUER, SIGNING_KEY, testConfig, type Installed } from './helper.js'
 import { cli } from './processes.js'
+import { subscribe, type Subscription } from './webhooks.js'
 
 type Test = { teardown(fn: () => unknown): void, comment(...args: unknown[]): void }
 
@@ -298,4 +300,23 @@ export function summary (outcomes: Outcome[]): string {
   }
   const slowest = Math.max(0, ...outcomes.map(o => o.ms))
   return `${[...counts].map(([k, v]) => `${k}: ${v}`).join(', ')}; slowest ${Math.round(slowest)} ms`
+}
+
+/**
+ * An install and its subscription to `targetUrl`, made through the service's own routes by an app on the same
+ * database (without a worker, so the service under test delivers); closed before the service starts.
+ */
+export async function subscribedInstall (
+  t: Test,
+  env: Record<string, string>,
+  targetUrl: string
+): Promise<{ install: Installed, subscription: Subscription }> {
+  const setup = await buildApp(testConfig(t, { ...env, WEBHOOK_WORKER: 'false' }))
+  try {
+    await setup.ready()
+    const i = await install(setup)
+    return { install: i, subscription: await subscribe(setup, i, { target_url: targetUrl }) }
+  } finally {
+    await setup.close()
+  }
 }
