@@ -55,20 +55,16 @@ export interface Received {
 
 export type Responder = (req: Received, res: ServerResponse) => void
 
-/** A real HTTPS webhook receiver on 127.0.0.1. `respond` decides each answer (default 200). */
-export async function startReceiver (t: Test, respond: Responder = (_r, res) => res.end('ok')) {
-  const { key, cert, caFile } = selfSigned()
-  const received: Received[] = []
-  const state = { respond }
-  const server = createServer({ key, cert }, (req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', c => chunks.push(c))
-    req.on('end', () => {
-      const r = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks) }
-      received.push(r)
-      state.respond(r, res)
-    })
-  })
+/**
+ * An HTTPS server on 127.0.0.1 with the self-signed certificate, answering with `handler`, closed when the test
+ * ends; its URL's `/hooks` path.
+ */
+export async function listenHttps (
+  t: Test,
+  handler: (req: IncomingMessage, res: ServerResponse) => void
+): Promise<{ port: number, url: string }> {
+  const { key, cert } = selfSigned()
+  const server = createServer({ key, cert }, handler)
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   t.teardown(
     () =>
@@ -78,8 +74,25 @@ export async function startReceiver (t: Test, respond: Responder = (_r, res) => 
       })
   )
   const port = (server.address() as AddressInfo).port
+  return { port, url: `https://127.0.0.1:${port}/hooks` }
+}
+
+/** A real HTTPS webhook receiver on 127.0.0.1. `respond` decides each answer (default 200). */
+export async function startReceiver (t: Test, respond: Responder = (_r, res) => res.end('ok')) {
+  const { caFile } = selfSigned()
+  const received: Received[] = []
+  const state = { respond }
+  const { port, url } = await listenHttps(t, (req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', c => chunks.push(c))
+    req.on('end', () => {
+      const r = { path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks) }
+      received.push(r)
+      state.respond(r, res)
+    })
+  })
   return {
-    url: `https://127.0.0.1:${port}/hooks`,
+    url,
     port,
     caFile,
     received,

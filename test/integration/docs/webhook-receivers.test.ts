@@ -1,16 +1,14 @@
 import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { createServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { Agent, request } from 'undici'
 import { ROOT } from '../../../lib/root.js'
 import { build, eventually, install } from '../../support/helper.js'
-import { selfSigned } from '../../support/receiver.js'
+import { listenHttps, selfSigned } from '../../support/receiver.js'
 import { publish, receiverEnv, subscribe } from '../../support/webhooks.js'
 
-type Handler = Parameters<typeof createServer>[1]
+type Handler = Parameters<typeof listenHttps>[1]
 type ReceiverModule = {
   createHandler(o: { secret: string, onEvent: (e: Record<string, unknown>) => Promise<void> }): Handler
   verifySignature(secret: string, raw: Buffer, signature: string): boolean
@@ -41,26 +39,17 @@ t.test('the example receiver accepts real deliveries once each and refuses forge
     'the contract test vector'
   )
 
-  const { key, cert, caFile } = selfSigned()
+  const { caFile } = selfSigned()
   const processed: Array<Record<string, unknown>> = []
   const answers: number[] = []
   let handler: Handler = (_req, res) => {
     res.statusCode = 503
     res.end()
   }
-  const server = createServer({ key, cert }, (req, res) => {
+  const { url } = await listenHttps(t, (req, res) => {
     res.on('finish', () => answers.push(res.statusCode))
     handler!(req, res)
   })
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(
-    () =>
-      new Promise<void>(resolve => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      })
-  )
-  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
 
   const i = await install(app)
   const secret = (await subscribe(app, i, { target_url: url })).signing_secret
@@ -106,20 +95,14 @@ t.test('the Standard Webhooks example receiver, shown verbatim, accepts real del
     const guide = readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8')
     t.ok(guide.includes(readFileSync(STANDARD_EXAMPLE, 'utf8')), 'docs/webhooks.md embeds it verbatim')
     const example = (await import(STANDARD_EXAMPLE)) as { createHandler: ReceiverModule['createHandler'] }
-    const { key, cert, caFile } = selfSigned()
+    const { caFile } = selfSigned()
     const processed: Array<Record<string, unknown>> = []
     const answers: number[] = []
     let handler: Handler = (_req, res) => res.writeHead(503).end()
-    const server = createServer({ key, cert }, (req, res) => {
+    const { url } = await listenHttps(t, (req, res) => {
       res.on('finish', () => answers.push(res.statusCode))
       handler!(req, res)
     })
-    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-    t.teardown(() => new Promise<void>(resolve => {
-      server.closeAllConnections()
-      server.close(() => resolve())
-    }))
-    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`
     const i = await install(app)
     const secret = (await subscribe(app, i, { target_url: url })).signing_secret
     handler = example.createHandler({ secret, onEvent: async e => { processed.push(e) } })
