@@ -22,6 +22,27 @@ export const SIGNING_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 })
 export const ISSUER = 'http://gateway.test'
 export const REDIRECT_URI = 'https://app.example.com/callback'
 
+/** Makes a database of its own on the Postgres `server` (named for the CI sweep: `mg_t_…`); its URL and a drop. */
+async function createDatabase (server: string): Promise<{ url: string, drop: () => Promise<void> }> {
+  const name = `mg_t_${process.pid}_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: server })
+  await admin.connect()
+  await admin.query(`create database ${name}`)
+  await admin.end()
+  const url = new URL(server)
+  url.pathname = `/${name}`
+  const drop = async () => {
+    const c = new pg.Client({ connectionString: server })
+    try {
+      await c.connect()
+      await c.query(`drop database if exists ${name} with (force)`)
+    } finally {
+      await c.end().catch(() => {})
+    }
+  }
+  return { url: url.toString(), drop }
+}
+
 /**
  * On Postgres, each test file (one process) gets a database of its own, made from DATABASE_URL and dropped at the
  * end: every app runs a delivery worker, and workers of other files, with other settings, must not take this
@@ -29,27 +50,16 @@ export const REDIRECT_URI = 'https://app.example.com/callback'
  */
 async function databaseForThisFile (base: string | undefined): Promise<string | undefined> {
   if (!base) return undefined
-  const name = `mg_t_${process.pid}_${randomBytes(3).toString('hex')}`
-  const admin = new pg.Client({ connectionString: base })
-  await admin.connect()
-  await admin.query(`create database ${name}`)
-  await admin.end()
+  const { url, drop } = await createDatabase(base)
   let dropped = false
   process.on('beforeExit', () => {
     if (dropped) return
     dropped = true
-    const c = new pg.Client({ connectionString: base })
-    c.connect()
-      .then(() => c.query(`drop database if exists ${name} with (force)`))
-      .catch(() => {})
-      .finally(() => c.end().catch(() => {}))
+    drop().catch(() => {})
   })
-  const url = new URL(base)
-  url.pathname = `/${name}`
-  return url.toString()
+  return url
 }
 
-/** The database under test: this file's own on the Postgres of DATABASE_URL, or (unset) the embedded database. */
 export const TEST_DATABASE_URL = await databaseForThisFile(process.env.DATABASE_URL || undefined)
 
 /**
@@ -66,20 +76,9 @@ export const needsPostgres = POSTGRES_SERVER
 
 /** A database of its own on `server` for one test, dropped when the test ends; its URL. */
 export async function freshDatabase (t: Test, server: string): Promise<string> {
-  const url = new URL(server)
-  const name = `mg_t_${process.pid}_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Client({ connectionString: server })
-  await admin.connect()
-  await admin.query(`create database ${name}`)
-  await admin.end()
-  t.teardown(async () => {
-    const c = new pg.Client({ connectionString: server })
-    await c.connect()
-    await c.query(`drop database if exists ${name} with (force)`)
-    await c.end()
-  })
-  url.pathname = `/${name}`
-  return url.toString()
+  const { url, drop } = await createDatabase(server)
+  t.teardown(drop)
+  return url
 }
 
 /** A database of its own on the tests' Postgres for one test (skip the test with `needsPostgres` first). */
