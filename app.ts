@@ -18,7 +18,7 @@ import clientAuth from './plugins/auth/client-auth.js'
 import rateLimitStore from './plugins/rate-limit.js'
 import apps from './plugins/apps.js'
 import installs from './plugins/installs.js'
-import accounting from './plugins/accounting.js'
+import records from './plugins/records/index.js'
 import oauth from './plugins/oauth.js'
 import openapi from './plugins/openapi.js'
 import webhooks from './plugins/webhooks/index.js'
@@ -123,8 +123,8 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(clientAuth)
   await app.register(installs)
   await app.register(oauth)
+  await app.register(records)
   await app.register(webhooks)
-  await app.register(accounting)
 
   await app.register(publicV1Routes, { prefix: '/public/v1' })
   await app.register(eventsRoutes)

@@ -170,6 +170,9 @@ export const errors = {
   appNotFound: () => errors.notFound('No such app among yours.'),
   installNotFound: () => errors.notFound('No active install with this id in your organisation.'),
   subscriptionNotFound: () => errors.notFound('No such subscription among yours.'),
+  recordNotFound: (title: 'Invoice' | 'Bill' | 'Customer') => errors.notFound(`${title} not found.`),
+  invalidCursor: () => new ApiError(400, 'invalid_cursor',
+    'The cursor is not one this listing gave: pass next_cursor unchanged, with the same order.'),
   deliveryNotFound: () => errors.notFound('No such delivery for this subscription.'),
   subscriptionInactive: () => errors.conflict('The subscription is not active; create a new one.'),
   idempotencyConflict: () => new ApiError(409, 'idempotency_conflict',
@@ -342,7 +345,7 @@ export default fp(
   async app => {
     const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576
     app.setErrorHandler((err: FastifyError, request, reply) => {
-      const apiError = toApiError(err, request, bodyLimit)
+      const apiError = toApiError(err, request, request.routeOptions.bodyLimit ?? bodyLimit)
       // Only the unforeseen is worth a log line of its own; a deliberate 501 is not.
       if (apiError.code === 'internal_error') request.log.error({ err }, 'request failed')
       // Also on the paths that skip the request hooks (a method the router has no table for).

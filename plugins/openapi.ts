@@ -139,7 +139,8 @@ export default fp(
           { name: 'identity', description: 'Who the access token acts as.' },
           {
             name: 'accounting',
-            description: 'Read routes of the tenant. Each needs its scope; none is built yet (501 after the checks).'
+            description: "The tenant's invoices, bills and customers, as the accounting system sent them: lists for " +
+              'incremental sync (updated_since, cursor) and single records with ETag. Each needs its scope.'
           },
           {
             name: 'webhooks',

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { SAMPLE } from './examples.js'
+import { RECORD_SAMPLES } from './records.js'
 
 /** POST /events (docs/rules.md#event-ingestion). */
 export const EventBody = Type.Object(
@@ -8,7 +9,9 @@ export const EventBody = Type.Object(
     topic: Type.String({ minLength: 1, maxLength: 100 }),
     org_ref_id: Type.String({ minLength: 1, maxLength: 200 }),
     entity_ref_id: Type.String({ minLength: 1, maxLength: 200 }),
-    data: Type.Record(Type.String(), Type.Unknown())
+    data: Type.Record(Type.String(), Type.Unknown(), {
+      description: 'For a record topic, the whole record as it is now (docs/producers.md), checked against its schema.'
+    })
   },
   {
     title: 'NewEvent',
@@ -18,7 +21,7 @@ export const EventBody = Type.Object(
       topic: 'invoice.paid',
       org_ref_id: SAMPLE.orgId,
       entity_ref_id: SAMPLE.entityId,
-      data: { invoice_id: 'inv_1042', amount: '125.00', currency: 'EUR' }
+      data: RECORD_SAMPLES.invoice
     }]
   }
 )
@@ -51,7 +54,7 @@ export const EventBatch = Type.Array(EventBody, {
       topic: 'bill.created',
       org_ref_id: SAMPLE.orgId,
       entity_ref_id: SAMPLE.entityId,
-      data: { bill_id: 'bill_311', amount: '80.00', currency: 'EUR' }
+      data: RECORD_SAMPLES.bill
     }
   ]]
 })

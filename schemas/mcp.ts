@@ -50,21 +50,6 @@ export const VerifySignatureOutput = Type.Object({
   })
 })
 
-export const InvoiceIdInput = Type.Object(
-  { invoice_id: Type.String({ minLength: 1 }) },
-  { additionalProperties: false }
-)
-
-export const NotImplementedOutput = Type.Object(
-  {
-    error: Type.String(),
-    message: Type.String()
-  },
-  {
-    description: 'Until the accounting read routes are built, every call returns not_implemented (as an error result).'
-  }
-)
-
 export const Catalog = Type.Object({
   name: Type.String(),
   version: Type.String(),

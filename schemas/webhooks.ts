@@ -1,6 +1,7 @@
 import { Type, type TSchema } from '@sinclair/typebox'
-import { EMITTED_TOPICS, PLANNED_TOPICS, TEST_TOPIC, TOPIC_DESCRIPTIONS } from '../lib/topics.js'
+import { EMITTED_TOPICS, PLANNED_TOPICS, RECORD_TOPICS, TEST_TOPIC, TOPIC_DESCRIPTIONS } from '../lib/topics.js'
 import { SAMPLE } from './examples.js'
+import { RECORD_SAMPLES, RECORD_SCHEMAS } from './records.js'
 import { TenantParams } from './identity.js'
 
 const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' })
@@ -204,7 +205,9 @@ export const DeliveryPayload = Type.Object({
   data: Type.Record(Type.String(), Type.Unknown())
 })
 
+/** Each record topic carries the whole record of its kind (docs/records.md); the test topic its own small shape. */
 const TOPIC_DATA: Record<string, TSchema> = {
+  ...Object.fromEntries(Object.entries(RECORD_TOPICS).map(([topic, kind]) => [topic, RECORD_SCHEMAS[kind]])),
   [TEST_TOPIC]: Type.Object({
     subscription_id: Type.String({ description: 'The subscription the test was sent to.' }),
     message: Type.String()
@@ -212,16 +215,12 @@ const TOPIC_DATA: Record<string, TSchema> = {
 }
 
 /** What the `data` of each topic looks like in the examples. */
-const SAMPLE_DATA: Record<string, Record<string, unknown>> = {
-  'invoice.paid': { invoice_id: 'inv_1042', amount: '125.00', currency: 'EUR' },
-  'bill.created': { bill_id: 'bill_311', amount: '80.00', currency: 'EUR' },
+const SAMPLE_DATA: Record<string, unknown> = {
+  ...Object.fromEntries(Object.entries(RECORD_TOPICS).map(([topic, kind]) => [topic, RECORD_SAMPLES[kind]])),
   [TEST_TOPIC]: { subscription_id: SAMPLE.subscriptionId, message: 'A test delivery, sent on request.' }
 }
 
-/**
- * The payload of one topic: the envelope with its topic fixed, and its `data`. The accounting system defines the
- * `data` of business events (the spec shows none), so theirs is any object.
- */
+/** The payload of one topic: the envelope with its topic fixed, and its `data`. */
 export function payloadSchema (topic: string) {
   return Type.Object({
     ...DeliveryPayload.properties,

@@ -23,7 +23,9 @@ export default fp(async (app) => {
     secretKey: app.config.webhookSecretKey,
     allowPrivateTargets: app.config.webhookAllowPrivateTargets,
     replayLimit: app.config.webhookReplayLimit,
-    development: app.config.nodeEnv !== 'production'
+    development: app.config.nodeEnv !== 'production',
+    // The separate worker process (buildWorker) takes no events, so it has no read side.
+    records: app.hasDecorator('records') ? app.records.ingest : undefined
   })
   const metrics = app.hasDecorator('metrics') ? app.metrics : undefined
   const worker = app.config.webhookWorker

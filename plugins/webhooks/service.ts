@@ -11,6 +11,7 @@ import type {
   SubscriptionListing
 } from '../../schemas/webhooks.js'
 import type { Principal } from '../auth/access-state.js'
+import type { RecordIngest } from '../records/ingest.js'
 import { errors } from '../errors.js'
 import { encryptSecret, newSigningSecret } from './signing.js'
 import type { AttemptLogEntry, Subscription, WebhookStore } from './store.js'
@@ -73,6 +74,8 @@ interface ServiceOptions {
   replayLimit: number
   /** Outside production a refused local target says how to allow it. */
   development: boolean
+  /** The read side: records are checked before an event is stored and kept in its transaction (plugins/records). */
+  records?: RecordIngest | undefined
 }
 
 const LOCAL_HINT = ' For local development, start the service with WEBHOOK_ALLOW_PRIVATE_TARGETS=true (and ' +
@@ -94,6 +97,18 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     const s = await owned(p, subscriptionId)
     if (!s.isActive) throw errors.subscriptionInactive()
     return s
+  }
+
+  /** Checks the topics and records, then stores the events with their records in one transaction. */
+  async function accept (events: Array<Static<typeof EventBody>>, batch: boolean) {
+    checkTopics(events)
+    const records = opts.records
+    records?.check(events, batch)
+    const accepted = records
+      ? await store.insertEvents(events, q => records.write(q, events))
+      : await store.insertEvents(events)
+    if (accepted === 'conflict') throw errors.eventConflict()
+    return accepted
   }
 
   return {
@@ -221,22 +236,16 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     },
 
     /**
-     * Stores an event and its deliveries durably before answering, idempotent on the producer's id. Planned topics
-     * are refused: nothing would ever deliver them.
+     * Stores an event and its deliveries durably before answering, idempotent on the producer's id, and keeps the
+     * record it carries in the same transaction. Planned topics are refused: nothing would ever deliver them.
      */
     async publish (event: Static<typeof EventBody>): Promise<Static<typeof EventAccepted>> {
-      checkTopics([event])
-      const accepted = await store.insertEvent(event)
-      if (accepted === 'conflict') throw errors.eventConflict()
-      return accepted
+      return (await accept([event], false))[0]!
     },
 
-    /** A batch is one transaction: every event is stored, or none (a bad topic or a conflict refuses them all). */
+    /** A batch is one transaction: every event is stored, or none (a bad topic, record or conflict refuses all). */
     async publishBatch (events: Array<Static<typeof EventBody>>): Promise<Array<Static<typeof EventAccepted>>> {
-      checkTopics(events)
-      const accepted = await store.insertEvents(events)
-      if (accepted === 'conflict') throw errors.eventConflict()
-      return accepted
+      return accept(events, true)
     }
   }
 }

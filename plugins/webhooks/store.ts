@@ -290,19 +290,22 @@ export function createWebhookStore (db: Db) {
       })
     },
 
-    insertEvent: (e: Static<typeof EventBody>) => insertEvent(db, e),
-
     /**
-     * Several events in one transaction: all of them, or none when one conflicts with an event stored before.
+     * Several events in one transaction, with `alongside` (the read side's records) first: all of them, or none
+     * when one conflicts with an event stored before.
      * Events with a producer id are written in the order of their ids: two batches that share ids then wait for
      * each other's rows in the same order, instead of each holding one the other needs (a deadlock). The results
      * keep the order sent.
      */
-    async insertEvents (events: Array<Static<typeof EventBody>>): Promise<Accepted[] | 'conflict'> {
+    async insertEvents (
+      events: Array<Static<typeof EventBody>>,
+      alongside?: (q: Queryable) => Promise<void>
+    ): Promise<Accepted[] | 'conflict'> {
       const conflict = new Error('event conflict: the batch is rolled back')
       const order = events.map((_, i) => i).sort((a, b) => compareIds(events[a]!.id, events[b]!.id) || a - b)
       try {
         return await db.tx(async q => {
+          await alongside?.(q)
           const accepted: Accepted[] = new Array(events.length)
           for (const i of order) {
             const one = await insertEvent(q, events[i]!)

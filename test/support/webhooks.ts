@@ -2,6 +2,7 @@
 // A test says what it checks; how a subscription or an event is made is written once, here.
 import type { AppInstance } from '../../app.js'
 import { bearer, eventually, type Installed } from './helper.js'
+import { invoice } from './records.js'
 
 /** The install's tenant webhook collection: `/public/v1/orgs/{org}/entities/{entity}/webhooks`. */
 export const hooksUrl = (i: Installed): string =>
@@ -57,7 +58,7 @@ export function publishRaw (app: AppInstance, event: unknown) {
 export async function publish (
   app: AppInstance,
   i: Pick<Installed, 'orgRefId' | 'entityRefId'>,
-  data: object = { invoice_id: 'inv_1' },
+  data: object = invoice(),
   topic = 'invoice.paid'
 ): Promise<{ id: string }> {
   const res = await publishRaw(app, { topic, org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data })

@@ -34,7 +34,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
           ...TENANT_ERRORS,
           ...BODY_ERRORS,
           invalid('body', '/topics', 'must NOT have fewer than 1 items'),
-          errors.unknownTopic(['invoice.voided']),
+          errors.unknownTopic(['invoice.deleted']),
           errors.invalidTargetUrl('target_url must be an HTTPS URL.'),
           errors.limitExceeded(`An install may have at most ${MAX_ACTIVE_PER_INSTALL} active subscriptions.`)
         )

@@ -1,0 +1,55 @@
+/**
+ * Money as the records carry it: decimal strings with exactly the currency's minor digits ("1250.00", JPY "1250"),
+ * summed exactly as integers of the smallest unit, never as floating point (docs/records.md#money).
+ */
+
+/** ISO 4217 minor units where they are not 2 (the ISO table, not CLDR's display digits: IQD is 3, HUF is 2). */
+const MINOR_DIGITS: Record<string, number> = {
+  ...Object.fromEntries(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'UYI', 'VND',
+    'VUV', 'XAF', 'XOF', 'XPF'].map(c => [c, 0])),
+  ...Object.fromEntries(['BHD', 'IQD', 'JOD', 'KWD', 'LYD', 'OMR', 'TND'].map(c => [c, 3])),
+  CLF: 4,
+  UYW: 4
+}
+
+/** The ISO 4217 codes of currencies in circulation, as the runtime's ICU knows them (no metals or test codes). */
+const CURRENCIES = new Set(Intl.supportedValuesOf('currency'))
+
+export const isCurrency = (code: string): boolean => CURRENCIES.has(code)
+
+export const minorDigits = (currency: string): number => MINOR_DIGITS[currency] ?? 2
+
+/** A decimal string: an optional minus, digits without leading zeros, an optional fraction. */
+const DECIMAL = /^(-?)(0|[1-9]\d*)(?:\.(\d+))?$/
+
+/** The number of decimals of a decimal string; undefined when it is not one. */
+export function decimals (value: string): number | undefined {
+  const m = DECIMAL.exec(value)
+  return m ? (m[3]?.length ?? 0) : undefined
+}
+
+/** A decimal string as an integer count of 10^-scale units (the string must have at most `scale` decimals). */
+export function toUnits (value: string, scale: number): bigint {
+  const m = DECIMAL.exec(value)
+  if (!m) throw new Error(`not a decimal: ${value}`)
+  const fraction = (m[3] ?? '').padEnd(scale, '0')
+  const units = BigInt(m[2]! + fraction)
+  return m[1] === '-' ? -units : units
+}
+
+/** Units of 10^-scale as a decimal string with exactly `scale` decimals. */
+export function fromUnits (units: bigint, scale: number): string {
+  const negative = units < 0n
+  const digits = (negative ? -units : units).toString().padStart(scale + 1, '0')
+  const whole = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`
+  return negative ? `-${whole}` : whole
+}
+
+/** `units` of 10^-from rounded half away from zero to 10^-to units (to ≤ from). */
+export function roundUnits (units: bigint, from: number, to: number): bigint {
+  const divisor = 10n ** BigInt(from - to)
+  const half = divisor / 2n
+  const magnitude = units < 0n ? -units : units
+  const rounded = divisor === 1n ? magnitude : (magnitude + half) / divisor
+  return units < 0n ? -rounded : rounded
+}

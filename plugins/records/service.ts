@@ -1,0 +1,73 @@
+import { createHash } from 'node:crypto'
+import type { ListArgs } from '../../schemas/records.js'
+import type { Principal } from '../auth/access-state.js'
+import { errors } from '../errors.js'
+import type { RecordKind } from './kinds.js'
+import type { Listed, Position, RecordStore } from './store.js'
+
+export const DEFAULT_LIMIT = 50
+
+/** A single record: its JSON text as sent, and the entity tag of exactly those bytes. */
+export interface RecordRead { body: string, etag: string }
+
+/** The cursor: the last record of the page, the order it was listed in, and the kind; base64url JSON. */
+interface CursorState { k: string, o: 'a' | 'd', u: string, i: string }
+
+const cursorOf = (kind: RecordKind, descending: boolean, last: Listed): string =>
+  Buffer.from(JSON.stringify({
+    k: kind.name, o: descending ? 'd' : 'a', u: last.updated_at.toISOString(), i: last.id
+  } satisfies CursorState)).toString('base64url')
+
+/** The position a cursor names; invalid_cursor when it is not one this listing (kind and order) gave. */
+function readCursor (kind: RecordKind, descending: boolean, cursor: string): Position {
+  let state: Partial<CursorState> | undefined
+  try {
+    if (/^[A-Za-z0-9_-]+$/.test(cursor)) state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
+  } catch {}
+  const at = typeof state?.u === 'string' ? new Date(state.u) : undefined
+  const valid = state !== undefined && state.k === kind.name && state.o === (descending ? 'd' : 'a') &&
+    typeof state.i === 'string' && at !== undefined && !Number.isNaN(at.getTime()) && at.toISOString() === state.u
+  if (!valid) throw errors.invalidCursor()
+  return { updatedAt: state!.u!, id: state!.i! }
+}
+
+/** A strong entity tag: the same bytes, the same tag (a record changes only with a newer updated_at). */
+const etagOf = (body: string): string => `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
+
+/**
+ * What the REST routes and the MCP tools both call for one record aggregate, in the caller's tenant only. Answers are
+ * the wire JSON text: records are served exactly as the producer sent them, and a page is assembled from their
+ * texts without parsing them again.
+ */
+export function createRecordService (kind: RecordKind, store: RecordStore) {
+  return {
+    kind,
+
+    /** `{"invoices":[...],"next_cursor":...}` for the page the arguments name. */
+    async list (p: Principal, args: ListArgs): Promise<string> {
+      const descending = args.order === '-updated_at'
+      const limit = args.limit ?? DEFAULT_LIMIT
+      const rows = await store.list(p.orgRefId, p.entityRefId, {
+        updatedSince: args.updated_since === undefined ? undefined : new Date(args.updated_since),
+        status: args.status,
+        partyId: kind.document ? args[kind.document.filter] : undefined,
+        dueBefore: kind.document ? args.due_before : undefined,
+        after: args.cursor === undefined ? undefined : readCursor(kind, descending, args.cursor),
+        descending,
+        limit: limit + 1
+      })
+      const shown = rows.length > limit ? rows.slice(0, limit) : rows
+      const next = rows.length > limit ? JSON.stringify(cursorOf(kind, descending, shown.at(-1)!)) : 'null'
+      return `{"${kind.plural}":[${shown.map(r => r.body).join(',')}],"next_cursor":${next}}`
+    },
+
+    /** One record of the tenant; not_found when the tenant has none with this id (another tenant's included). */
+    async get (p: Principal, id: string): Promise<RecordRead> {
+      const body = await store.get(p.orgRefId, p.entityRefId, id)
+      if (body === undefined) throw errors.recordNotFound(kind.title)
+      return { body, etag: etagOf(body) }
+    }
+  }
+}
+
+export type RecordService = ReturnType<typeof createRecordService>

@@ -1,0 +1,237 @@
+import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox'
+
+/**
+ * The accounting records apps read (docs/records.md): one schema per record validates what the producer sends, and
+ * documents the read routes, the webhook payloads, the event catalog and the MCP tools' output.
+ */
+
+const Money = (description: string) => Type.String({
+  pattern: '^-?(0|[1-9][0-9]*)(\\.[0-9]+)?$',
+  maxLength: 40,
+  description: `${description} A decimal string with exactly the currency's minor digits (EUR "1250.00", ` +
+    'JPY "1250"): never a JSON number.'
+})
+const Quantity = Type.String({
+  pattern: '^-?(0|[1-9][0-9]*)(\\.[0-9]{1,4})?$',
+  maxLength: 40,
+  description: 'A decimal string of at most 4 decimals ("2", "1.5").'
+})
+const Currency = Type.String({ pattern: '^[A-Z]{3}$', description: 'ISO 4217 code.', examples: ['EUR'] })
+const DateOnly = (description: string) => Type.String({ pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description })
+export const RecordTimestamp = (description: string) => Type.String({
+  pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$',
+  description: `${description} ISO 8601 UTC with milliseconds.`
+})
+const RecordId = (what: string) => Type.String({
+  minLength: 1, maxLength: 200, description: `The ${what}'s id in the accounting system, unique in its tenant.`
+})
+const Text = (description: string, maxLength = 500) => Type.String({ maxLength, description })
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
+
+export const LineItem = Type.Object({
+  description: Text('What was sold or bought.', 2000),
+  quantity: Quantity,
+  unit_amount: Money('Price of one unit, before tax.'),
+  tax_amount: Money('Tax on this line.'),
+  amount: Money('quantity × unit_amount, rounded half away from zero to the minor unit; before tax.')
+}, { title: 'LineItem', additionalProperties: false })
+
+const Party = (title: string, what: string) => Type.Object({
+  id: RecordId(what),
+  name: Text(`The ${what}'s name, as on the document.`)
+}, { title, additionalProperties: false })
+
+const DOCUMENT_STATUSES = ['draft', 'authorised', 'paid', 'voided'] as const
+const BILL_STATUSES = ['draft', 'authorised', 'paid'] as const
+
+const statusOf = <S extends readonly string[]>(statuses: S) =>
+  Type.Union(statuses.map(s => Type.Literal(s)), { description: statuses.join(', ') + '.' })
+
+/** An invoice (customer) or a bill (supplier): the same document, the party named after its role. */
+function document<P extends 'customer' | 'supplier', S extends readonly string[]> (
+  title: string, party: P, statuses: S, example: Record<string, unknown>
+) {
+  return Type.Object({
+    id: RecordId(title.toLowerCase()),
+    number: Type.String({ minLength: 1, maxLength: 100, description: 'The number printed on the document.' }),
+    status: statusOf(statuses),
+    [party]: Party(party === 'customer' ? 'InvoiceCustomer' : 'BillSupplier', party),
+    currency: Currency,
+    issue_date: DateOnly('Date of issue, YYYY-MM-DD.'),
+    due_date: DateOnly('Payment due, YYYY-MM-DD.'),
+    line_items: Type.Array(LineItem, { maxItems: 500 }),
+    subtotal: Money('Σ line_items[].amount.'),
+    tax_total: Money('Tax of the document.'),
+    total: Money('subtotal + tax_total.'),
+    amount_paid: Money('Paid so far.'),
+    amount_due: Money('total − amount_paid.'),
+    paid_at: Nullable(RecordTimestamp('When it was paid in full, or null.')),
+    created_at: RecordTimestamp('Created in the accounting system.'),
+    updated_at: RecordTimestamp('Last changed in the accounting system: the order of lists and of updated_since.')
+  } as Record<string, TSchema>, { title, additionalProperties: false, examples: [example] }) as TObject
+}
+
+const INVOICE_EXAMPLE = {
+  id: 'inv_1042',
+  number: 'INV-2026-1042',
+  status: 'authorised',
+  customer: { id: 'cus_0042', name: 'Acme Industrial GmbH' },
+  currency: 'EUR',
+  issue_date: '2026-11-02',
+  due_date: '2026-12-02',
+  line_items: [
+    {
+      description: 'Hydraulic pump HP-200', quantity: '2', unit_amount: '480.00', tax_amount: '182.40', amount: '960.00'
+    },
+    {
+      description: 'Installation, hours', quantity: '1.5', unit_amount: '90.00', tax_amount: '25.65', amount: '135.00'
+    }
+  ],
+  subtotal: '1095.00',
+  tax_total: '208.05',
+  total: '1303.05',
+  amount_paid: '0.00',
+  amount_due: '1303.05',
+  paid_at: null,
+  created_at: '2026-11-02T08:14:05.120Z',
+  updated_at: '2026-11-02T08:14:05.120Z'
+}
+
+const BILL_EXAMPLE = {
+  id: 'bill_311',
+  number: 'SUP-88120',
+  status: 'paid',
+  supplier: { id: 'sup_017', name: 'Nordic Steel AB' },
+  currency: 'EUR',
+  issue_date: '2026-10-20',
+  due_date: '2026-11-19',
+  line_items: [
+    {
+      description: 'Steel sheet 2 mm, kg', quantity: '250', unit_amount: '1.84', tax_amount: '115.00', amount: '460.00'
+    }
+  ],
+  subtotal: '460.00',
+  tax_total: '115.00',
+  total: '575.00',
+  amount_paid: '575.00',
+  amount_due: '0.00',
+  paid_at: '2026-11-18T13:02:44.310Z',
+  created_at: '2026-10-20T09:00:00.000Z',
+  updated_at: '2026-11-18T13:02:44.310Z'
+}
+
+const CUSTOMER_EXAMPLE = {
+  id: 'cus_0042',
+  name: 'Acme Industrial GmbH',
+  email: 'accounts@acme-industrial.example',
+  phone: '+49 30 1234567',
+  tax_number: 'DE123456789',
+  address: {
+    line1: 'Industriestraße 12', line2: null, city: 'Berlin', region: null, postal_code: '10115', country: 'DE'
+  },
+  currency: 'EUR',
+  status: 'active',
+  created_at: '2025-03-11T10:22:31.000Z',
+  updated_at: '2026-09-30T16:45:12.507Z'
+}
+
+export const Invoice = document('Invoice', 'customer', DOCUMENT_STATUSES, INVOICE_EXAMPLE)
+export const Bill = document('Bill', 'supplier', BILL_STATUSES, BILL_EXAMPLE)
+
+export const Address = Type.Object({
+  line1: Nullable(Text('Street and number.')),
+  line2: Nullable(Text('Building, floor, suite.')),
+  city: Nullable(Text('City.')),
+  region: Nullable(Text('State, province or region.')),
+  postal_code: Nullable(Text('Postal code.', 40)),
+  country: Nullable(Type.String({ pattern: '^[A-Z]{2}$', description: 'ISO 3166-1 alpha-2.' }))
+}, { title: 'Address', additionalProperties: false })
+
+export const Customer = Type.Object({
+  id: RecordId('customer'),
+  name: Type.String({ minLength: 1, maxLength: 500 }),
+  email: Nullable(Text('Where invoices go.', 320)),
+  phone: Nullable(Text('Phone number.', 60)),
+  tax_number: Nullable(Text('VAT, GST or other tax registration number.', 60)),
+  address: Address,
+  currency: Currency,
+  status: statusOf(['active', 'archived'] as const),
+  created_at: RecordTimestamp('Created in the accounting system.'),
+  updated_at: RecordTimestamp('Last changed in the accounting system: the order of lists and of updated_since.')
+}, { title: 'Customer', additionalProperties: false, examples: [CUSTOMER_EXAMPLE] })
+
+export type InvoiceRecord = Static<typeof Invoice>
+export type CustomerRecord = Static<typeof Customer>
+
+/** The query of every list (REST query string, MCP tool arguments): the filters each record kind has. */
+export function listQuery (opts: { statuses: readonly string[], party?: 'customer_id' | 'supplier_id' }) {
+  const filters: Record<string, TSchema> = {
+    limit: Type.Optional(Type.Integer({
+      minimum: 1, maximum: 100, description: 'Records per page, 1–100; default 50.'
+    })),
+    cursor: Type.Optional(Type.String({
+      minLength: 1,
+      maxLength: 500,
+      description: 'next_cursor of the previous page, with the same other arguments. Opaque.'
+    })),
+    updated_since: Type.Optional(Type.String({
+      format: 'date-time',
+      description: 'Only records with updated_at at or after this instant (ISO 8601).',
+      examples: ['2026-11-01T00:00:00.000Z']
+    })),
+    status: Type.Optional(Type.Union(opts.statuses.map(s => Type.Literal(s)), { description: 'Only this status.' })),
+    order: Type.Optional(Type.Union([Type.Literal('updated_at'), Type.Literal('-updated_at')], {
+      description: 'updated_at (default): oldest change first, then id, for incremental sync; ' +
+        '-updated_at: newest first.'
+    }))
+  }
+  if (opts.party) {
+    filters[opts.party] = Type.Optional(Type.String({
+      minLength: 1, maxLength: 200, description: `Only documents of this ${opts.party.replace('_id', '')}.`
+    }))
+    filters.due_before = Type.Optional(Type.String({
+      format: 'date',
+      description: 'Only documents due before this date (exclusive), YYYY-MM-DD.',
+      examples: ['2026-12-01']
+    }))
+  }
+  return Type.Object(filters, { additionalProperties: false })
+}
+
+export const InvoiceListQuery = listQuery({ statuses: DOCUMENT_STATUSES, party: 'customer_id' })
+export const BillListQuery = listQuery({ statuses: BILL_STATUSES, party: 'supplier_id' })
+export const CustomerListQuery = listQuery({ statuses: ['active', 'archived'] })
+export type ListArgs = {
+  limit?: number
+  cursor?: string
+  updated_since?: string
+  status?: string
+  order?: 'updated_at' | '-updated_at'
+  customer_id?: string
+  supplier_id?: string
+  due_before?: string
+}
+
+const NextCursor = Type.Union([Type.String(), Type.Null()], {
+  description: 'Pass as cursor for the next page; null on the last page.'
+})
+
+/** `{"invoices": [...], "next_cursor": ...}` and its kin. */
+export function listPage (key: string, record: TObject, title: string) {
+  return Type.Object({ [key]: Type.Array(record), next_cursor: NextCursor }, {
+    title,
+    additionalProperties: false,
+    examples: [{ [key]: record.examples, next_cursor: 'eyJ2IjoxLCJ1IjoiMjAyNi0xMS0wMlQwODoxNDowNS4xMjBaIn0' }]
+  })
+}
+
+export const InvoicePage = listPage('invoices', Invoice, 'InvoicePage')
+export const BillPage = listPage('bills', Bill, 'BillPage')
+export const CustomerPage = listPage('customers', Customer, 'CustomerPage')
+
+/** A single record's path. */
+export const idParam = (what: string, example: string) =>
+  Type.String({ minLength: 1, maxLength: 200, description: `The ${what} id.`, examples: [example] })
+
+export const RECORD_SCHEMAS = { invoice: Invoice, bill: Bill, customer: Customer }
+export const RECORD_SAMPLES = { invoice: INVOICE_EXAMPLE, bill: BILL_EXAMPLE, customer: CUSTOMER_EXAMPLE }
