@@ -82,6 +82,6 @@ t.test('a client typed from the OpenAPI document compiles strictly and works', a
   t.equal(out.attempts, 0)
   t.equal(out.next_cursor, null)
   t.same(out.removed, { ok: true, modified: 1 })
-  t.same(out.refused, { status: 400, error: 'unknown_topic', unknown: ['invoice.voided'] })
+  t.same(out.refused, { status: 400, error: 'unknown_topic', unknown: ['invoice.deleted'] })
   t.equal(out.refreshed, 'Bearer', 'the refresh gave a new refresh token')
 })

@@ -189,7 +189,7 @@ t.test('the documented errors are the ones the routes answer', async t => {
         method: 'POST',
         url: `${T}/webhooks`,
         headers: { ...bearer(inst.accessToken), ...json },
-        payload: { topics: ['invoice.voided'], target_url: 'https://hooks.example.com/x' }
+        payload: { topics: ['invoice.deleted'], target_url: 'https://hooks.example.com/x' }
       }
     },
     {

@@ -66,7 +66,7 @@ const removed = await api.DELETE('/public/v1/orgs/{orgId}/entities/{entityId}/we
 const refused = await api.POST('/public/v1/orgs/{orgId}/entities/{entityId}/webhooks', {
   ...auth,
   params: { path: tenant },
-  body: { topics: ['invoice.voided'], target_url: env('TARGET_URL') }
+  body: { topics: ['invoice.deleted'], target_url: env('TARGET_URL') }
 })
 const error: components['schemas']['Error'] | undefined = refused.error
 

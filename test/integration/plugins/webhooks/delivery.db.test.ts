@@ -144,10 +144,10 @@ t.test('subscription validation', async t => {
     'validation_error'
   )
   await check(
-    { topics: ['invoice.paid', 'invoice.voided', 'nope'], target_url: 'https://hooks.example.com/x' },
+    { topics: ['invoice.paid', 'invoice.deleted', 'nope'], target_url: 'https://hooks.example.com/x' },
     400,
     'unknown_topic',
-    { unknown: ['invoice.voided', 'nope'] }
+    { unknown: ['invoice.deleted', 'nope'] }
   )
   await check({ topics: [], target_url: 'https://hooks.example.com/x' }, 400, 'validation_error')
   await check(
