@@ -4,10 +4,17 @@ import type { Principal } from '../auth/access-state.js'
 import { ApiError, errors } from '../errors.js'
 import { DatabaseUnavailableError } from '../db/types.js'
 
-// TypeBox knows no string format by itself; the tools' schemas use the one the REST routes check with ajv-formats.
+// TypeBox knows no string format by itself; the tools' schemas use those the REST routes check with ajv-formats.
 const DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i
 if (!FormatRegistry.Has('date-time')) {
   FormatRegistry.Set('date-time', v => DATE_TIME.test(v) && !Number.isNaN(Date.parse(v)))
+}
+// A calendar date that exists (2026-02-30 does not), as ajv-formats' `date` checks it.
+if (!FormatRegistry.Has('date')) {
+  FormatRegistry.Set('date', v => {
+    const d = new Date(`${v}T00:00:00Z`)
+    return /^\d{4}-\d\d-\d\d$/.test(v) && !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v)
+  })
 }
 
 export interface ToolAnnotations {
