@@ -4,6 +4,7 @@ import type { Principal } from '../auth/access-state.js'
 import { errors } from '../errors.js'
 import type { RecordKind } from './kinds.js'
 import type { Listed, Position, RecordStore } from './store.js'
+import { inRecordYears } from './validate.js'
 
 export const DEFAULT_LIMIT = 50
 
@@ -25,10 +26,29 @@ function readCursor (kind: RecordKind, descending: boolean, cursor: string): Pos
     if (/^[A-Za-z0-9_-]+$/.test(cursor)) state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
   } catch {}
   const at = typeof state?.u === 'string' ? new Date(state.u) : undefined
-  const valid = state !== undefined && state.k === kind.name && state.o === (descending ? 'd' : 'a') &&
-    typeof state.i === 'string' && at !== undefined && !Number.isNaN(at.getTime()) && at.toISOString() === state.u
+  // Any JSON parses: `null` (a cursor of "bnVsbA") or a number is no state either, and must not reach `state.k`.
+  const valid = typeof state === 'object' && state !== null && state.k === kind.name &&
+    state.o === (descending ? 'd' : 'a') && typeof state.i === 'string' && at !== undefined &&
+    inRecordYears(at) && at.toISOString() === state.u
   if (!valid) throw errors.invalidCursor()
   return { updatedAt: state!.u!, id: state!.i! }
+}
+
+/**
+ * The instant of `updated_since`, and `due_before`, checked for what their formats let through and no record can
+ * be compared with: `date-time` takes a leap second (23:59:60, no JavaScript Date) and, through an offset, instants
+ * of years 0 and 10000; `date` takes year 0. Postgres has none of them (a 500 before).
+ */
+function bounds (args: ListArgs): Date | undefined {
+  const since = args.updated_since === undefined ? undefined : new Date(args.updated_since)
+  const details: Array<{ location: string, path: string, message: string }> = []
+  const refuse = (path: string, message: string) => details.push({ location: 'querystring', path, message })
+  if (since && !inRecordYears(since)) refuse('/updated_since', 'must be an instant of the years 1 to 9999')
+  if (args.due_before !== undefined && !inRecordYears(new Date(args.due_before))) {
+    refuse('/due_before', 'must be a date of the years 1 to 9999')
+  }
+  if (details.length > 0) throw errors.validation(details)
+  return since
 }
 
 /** A strong entity tag: the same bytes, the same tag (a record changes only with a newer updated_at). */
@@ -48,7 +68,7 @@ export function createRecordService (kind: RecordKind, store: RecordStore) {
       const descending = args.order === '-updated_at'
       const limit = args.limit ?? DEFAULT_LIMIT
       const rows = await store.list(p.orgRefId, p.entityRefId, {
-        updatedSince: args.updated_since === undefined ? undefined : new Date(args.updated_since),
+        updatedSince: bounds(args),
         status: args.status,
         partyId: kind.document ? args[kind.document.filter] : undefined,
         dueBefore: kind.document ? args.due_before : undefined,

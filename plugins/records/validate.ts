@@ -20,13 +20,19 @@ const schemaDetail = (at: string) => (e: ErrorObject): Detail => ({
     : (e.message ?? 'is invalid')
 })
 
+/**
+ * Whether an instant is of the years 1 to 9999: what four digits write and both databases store. ISO 8601 and
+ * JavaScript have a year 0, Postgres does not: a record, bound or cursor of it would fail in the database, a 500.
+ */
+export const inRecordYears = (d: Date): boolean => d.getUTCFullYear() >= 1 && d.getUTCFullYear() <= 9999
+
 const validDate = (v: string): boolean => {
   const d = new Date(`${v}T00:00:00.000Z`)
-  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v)
+  return inRecordYears(d) && d.toISOString().startsWith(v)
 }
 const validTimestamp = (v: string): boolean => {
   const d = new Date(v)
-  return !Number.isNaN(d.getTime()) && d.toISOString() === v
+  return inRecordYears(d) && d.toISOString() === v
 }
 
 const MONEY = ['subtotal', 'tax_total', 'total', 'amount_paid', 'amount_due'] as const
