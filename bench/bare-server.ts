@@ -1,18 +1,26 @@
 /**
- * The baseline of bench/me.ts: a bare Fastify route in a process of its own, answering a constant JSON body, with
- * the service's logger settings and its one log line per request (plugins/request-log.ts) at the same LOG_LEVEL,
- * written to standard output as the service writes its own. Not meant to be run by hand: bench/me.ts starts it as
+ * The baseline of bench/me.ts and bench/records.ts: a bare Fastify route in a process of its own, answering a
+ * constant JSON body, with the service's logger settings and its one log line per request (plugins/request-log.ts)
+ * at the same LOG_LEVEL, written to standard output as the service writes its own. Not meant to be run by hand: the
+ * benchmarks start it as
  *
  *   node --import tsx bench/bare-server.ts
  *
- * with PORT, LOG_LEVEL, BARE_PATH (the route) and BARE_BODY (the JSON it answers). `GET /health` answers 200.
+ * with PORT, LOG_LEVEL, BARE_PATH (the route, a Fastify pattern such as `/orgs/:orgId/invoices`) and BARE_BODY (the
+ * JSON it answers) or BARE_BODY_FILE (a file holding it, for bodies too large for the environment). With BARE_RAW=1
+ * it sends the body's text as it is, as `application/json; charset=utf-8`, the way the service sends stored records;
+ * otherwise it returns the parsed object, which Fastify serializes on every request, the way the service answers
+ * /me. `GET /health` answers 200.
  */
+import { readFileSync } from 'node:fs'
 import Fastify, { LogController } from 'fastify'
 import requestLog, { genReqId, loggerOptions } from '../plugins/request-log.js'
 
-const { PORT, LOG_LEVEL, BARE_PATH, BARE_BODY } = process.env
+const { PORT, LOG_LEVEL, BARE_PATH, BARE_BODY_FILE, BARE_RAW } = process.env
+const BARE_BODY = BARE_BODY_FILE ? readFileSync(BARE_BODY_FILE, 'utf8') : process.env.BARE_BODY
 if (!PORT || !LOG_LEVEL || !BARE_PATH || !BARE_BODY) {
-  console.error('bench/bare-server.ts: run it from bench/me.ts (PORT, LOG_LEVEL, BARE_PATH, BARE_BODY)')
+  console.error('bench/bare-server.ts: run it from bench/me.ts or bench/records.ts (PORT, LOG_LEVEL, BARE_PATH, ' +
+    'BARE_BODY or BARE_BODY_FILE)')
   process.exit(2)
 }
 const body: unknown = JSON.parse(BARE_BODY)
@@ -24,7 +32,11 @@ const app = Fastify({
   genReqId
 })
 await app.register(requestLog)
-app.get(BARE_PATH, async () => body)
+if (BARE_RAW === '1') {
+  app.get(BARE_PATH, async (_request, reply) => reply.type('application/json; charset=utf-8').send(BARE_BODY))
+} else {
+  app.get(BARE_PATH, async () => body)
+}
 app.get('/health', async () => ({ status: 'ok' }))
 await app.listen({ host: '127.0.0.1', port: Number(PORT) })
 process.once('SIGTERM', () => { app.close().then(() => process.exit(0), () => process.exit(1)) })

@@ -1,7 +1,8 @@
 import { rmSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { buildApp } from '../app.js'
+import { buildApp, type AppInstance } from '../app.js'
 import { loadConfig } from '../plugins/config.js'
+import type { Installed } from '../test/support/helper.js'
 import { benchDatabase, devSecrets, discard, tempDir, testHelpers, type Cleanup } from './lib.js'
 import { startReceiver, type ReceiverProcess } from './processes.js'
 
@@ -9,20 +10,25 @@ export const TOPIC = 'invoice.paid'
 
 /**
  * What the webhook benchmarks start from: a fresh database, the HTTPS receiver in a process of its own, and one
- * install with `subscriptions` subscriptions to it (`/hooks/0`, `/hooks/1`, …), made by a setup app on the same
- * database and keys, closed before anything is measured. `env` starts a service or worker on all of it, with the
+ * install (of `tenant` when given) with `subscriptions` subscriptions to it (`/hooks/0`, `/hooks/1`, …) for `topics`
+ * (default: TOPIC), made by a setup app on the same database and keys; `prepare` does more with that app (and the
+ * install), which is closed before anything is measured. `env` starts a service or worker on all of it, with the
  * setup's development secrets as production secrets.
  */
-export async function webhookFixture (cleanups: Cleanup[], opts: {
+export async function webhookFixture<T = void> (cleanups: Cleanup[], opts: {
   prefix: string
   subscriptions: number
   publicBaseUrl: string
+  topics?: string[]
+  tenant?: { orgRefId: string, entityRefId: string }
+  prepare?: (app: AppInstance, installed: Installed) => Promise<T>
 }): Promise<{
   databaseUrl: string
   receiver: ReceiverProcess
-  tenant: { orgRefId: string, entityRefId: string }
+  tenant: Installed
   eventsToken: string
   env: Record<string, string>
+  prepared: T
 }> {
   const { install, selfSigned } = await testHelpers()
   const database = await benchDatabase(opts.prefix)
@@ -43,22 +49,24 @@ export async function webhookFixture (cleanups: Cleanup[], opts: {
   const setup = await buildApp({ ...loadConfig(env), webhookWorker: false, logLevel: 'warn' }, { logStream: discard() })
   try {
     await setup.ready()
-    const tenant = await install(setup)
+    const tenant = await install(setup, opts.tenant ?? {})
     for (let k = 0; k < opts.subscriptions; k++) {
       const res = await setup.inject({
         method: 'POST',
         url: `/public/v1/orgs/${tenant.orgRefId}/entities/${tenant.entityRefId}/webhooks`,
         headers: { authorization: `Bearer ${tenant.accessToken}`, 'content-type': 'application/json' },
-        payload: { topics: [TOPIC], target_url: `https://127.0.0.1:${receiver.port}/hooks/${k}` }
+        payload: { topics: opts.topics ?? [TOPIC], target_url: `https://127.0.0.1:${receiver.port}/hooks/${k}` }
       })
       if (res.statusCode !== 201) throw new Error(`subscribe: ${res.statusCode} ${res.body}`)
     }
+    const prepared = opts.prepare ? await opts.prepare(setup, tenant) : (undefined as T)
     return {
       databaseUrl: database.url,
       receiver,
       tenant,
       eventsToken: setup.config.eventsToken,
-      env: { ...devSecrets(dataDir), ...env }
+      env: { ...devSecrets(dataDir), ...env },
+      prepared
     }
   } finally {
     await setup.close()

@@ -303,28 +303,48 @@ const AUTOCANNON = createRequire(import.meta.url).resolve('autocannon')
 /**
  * autocannon in a process of its own (a fresh one per slice), so that the load generator shares neither an event
  * loop nor a heap with anything it measures. Functions cannot cross into it, so a per-connection session header
- * (`sessions`), a per-request access token (the lines of `tokensFile`, taken in turn) and a body check (`expect`,
- * a substring) are built there from plain data. The options arrive on standard input; the raw result leaves on
- * standard output.
+ * (`sessions`), a per-request access token (the lines of `tokensFile`, taken in turn), a per-request path and token
+ * (the lines `<path>\t<token>` of `requestsFile`, taken in turn), a per-request body (the lines of `bodiesFile`, taken
+ * in turn from the first) and a body check (`expect`, a substring) are built there from plain data. The options
+ * arrive on standard input; the raw result leaves on standard output.
  */
 const LOAD_SOURCE = `
 let input = ''
 process.stdin.setEncoding('utf8')
 process.stdin.on('data', chunk => { input += chunk })
 process.stdin.on('end', () => {
-  const { autocannon, opts, sessions, tokensFile, expect } = JSON.parse(input)
+  const { autocannon, opts, sessions, tokensFile, requestsFile, bodiesFile, expect } = JSON.parse(input)
+  const lines = file => require('node:fs').readFileSync(file, 'utf8').split('\\n').filter(Boolean)
   if (sessions) {
     let next = 0
     opts.setupClient = client =>
       client.setHeaders({ ...opts.headers, 'mcp-session-id': sessions[next++ % sessions.length] })
   }
   if (tokensFile) {
-    const tokens = require('node:fs').readFileSync(tokensFile, 'utf8').split('\\n').filter(Boolean)
+    const tokens = lines(tokensFile)
     // A random start: every slice is a fresh process, and starting each at the first token would use only the
     // first few thousand tokens of a long list.
     let next = Math.floor(Math.random() * tokens.length)
     const header = () => 'Bearer ' + tokens[next++ % tokens.length]
     opts.requests = [{ setupRequest: req => ({ ...req, headers: { ...req.headers, authorization: header() } }) }]
+  }
+  if (requestsFile || bodiesFile) {
+    const targets = requestsFile ? lines(requestsFile).map(l => l.split('\\t')) : undefined
+    const bodies = bodiesFile ? lines(bodiesFile) : undefined
+    let next = targets ? Math.floor(Math.random() * targets.length) : 0
+    let nextBody = 0
+    opts.requests = [{
+      setupRequest: req => {
+        const out = { ...req }
+        if (targets) {
+          const [path, token] = targets[next++ % targets.length]
+          out.path = path
+          out.headers = { ...req.headers, authorization: 'Bearer ' + token }
+        }
+        if (bodies) out.body = bodies[nextBody++ % bodies.length]
+        return out
+      }
+    }]
   }
   if (expect) opts.verifyBody = body => typeof body === 'string' && body.includes(expect)
   require(autocannon)(opts, (err, result) => {
@@ -335,7 +355,8 @@ process.stdin.on('end', () => {
 
 /** One slice of load, from a process of its own. */
 export function loadSlice (
-  opts: autocannon.Options, extras: { sessions?: string[], tokensFile?: string, expect?: string } = {}
+  opts: autocannon.Options,
+  extras: { sessions?: string[], tokensFile?: string, requestsFile?: string, bodiesFile?: string, expect?: string } = {}
 ): Promise<RawResult> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env }

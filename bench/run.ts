@@ -31,7 +31,15 @@ const BRIEF: Record<string, Record<string, string>> = {
     BENCH_PHASES: 'latency,a,a-drain,b,b-drain,ceiling'
   },
   workers: { BENCH_EVENTS: '500', BENCH_WORKERS: '1,2' },
-  events: { BENCH_SECONDS: '3' }
+  events: { BENCH_SECONDS: '3' },
+  records: {
+    BENCH_INVOICES: '10000,100000',
+    BENCH_SECONDS: '2',
+    BENCH_ROUNDS: '2',
+    BENCH_WARMUP: '1',
+    BENCH_GET_REQUESTS: '5000',
+    BENCH_INGEST_SECONDS: '3'
+  }
 }
 
 interface Line { bench: string, figure: string, value: string, target?: string, verdict?: string }

@@ -1,0 +1,725 @@
+/**
+ * Benchmark: the accounting read routes on a large Postgres, against a bare Fastify route serving the same bytes,
+ * as the table grows; and record events through `POST /events` in batches, with the webhook fan-out on.
+ *
+ *   npx tsx bench/records.ts
+ *
+ * Processes as in bench/me.ts: the service with `npm start` (the compiled build, NODE_ENV production, real Postgres,
+ * its own delivery worker, its log lines on standard output, which goes to /dev/null); the baselines,
+ * bench/bare-server.ts, one per read phase, each a bare Fastify route with the service's logger settings and
+ * LOG_LEVEL that sends the very bytes the service answered for the first tenant's page or invoice; the HTTPS
+ * receiver of the deliveries; and autocannon, a fresh process per slice.
+ *
+ * For each size of BENCH_INVOICES, in ascending order, invoices are added to the one database of the run with SQL
+ * (insert … select over generate_series, BENCH_PER_TENANT invoices per tenant, one install and token per tenant),
+ * VACUUM ANALYZE, then three read phases, each alternating slices of the bare route and of the service (warm-up
+ * first), every request taking the next line of a shuffled list of tenants (and ids):
+ *
+ *   list   GET …/invoices?limit=50, the first page of a tenant
+ *   deep   GET …/invoices?limit=50&cursor=…, the page after the invoice at BENCH_DEEP_AT of the tenant's list (a
+ *          cursor the service gave for it)
+ *   get    GET …/invoices/{id}, a random invoice of the whole table
+ *
+ * Then, on the largest size, `ingest`: autocannon posts batches of BENCH_INGEST_BATCH invoice events (new invoices,
+ * updates and payments of loaded ones, each with a producer id, all different) to `POST /events` for
+ * BENCH_INGEST_SECONDS; the first tenant's subscription to the invoice topics fans every event out to the receiver;
+ * figures: events accepted per second, and deliveries per second end to end.
+ *
+ * Needs Postgres at 127.0.0.1:5432 with trust auth for user `postgres` (a fresh database `mg_bench_rec_<random>` is
+ * created and dropped) and `openssl`. Environment:
+ *
+ *   BENCH_INVOICES        table sizes, one comparison each, ascending (default 10000,100000,1000000)
+ *   BENCH_PER_TENANT      invoices per tenant (default 1000: 1,000 tenants at 1,000,000)
+ *   BENCH_PHASES          any of list,deep,get,ingest (default all)
+ *   BENCH_LOG_LEVEL       LOG_LEVEL of the service and the bare routes (default info)
+ *   BENCH_SECONDS         seconds of measurement per side and phase, in total (default 10)
+ *   BENCH_ROUNDS          slices each side's seconds are cut into, alternating the sides (default 5)
+ *   BENCH_WARMUP          seconds of warm-up per side and phase (default 2)
+ *   BENCH_CONNECTIONS     concurrent connections of the read phases (default 50)
+ *   BENCH_DEEP_AT         where the deep page starts, as a share of a tenant's list (default 0.9)
+ *   BENCH_GET_REQUESTS    distinct (tenant, id) pairs the get phase takes in turn (default 20000)
+ *   BENCH_INGEST_SECONDS  seconds of ingestion (default 10)
+ *   BENCH_INGEST_BATCH    events per request (default 100, the most a request takes)
+ *   BENCH_INGEST_CONNECTIONS  concurrent connections of ingestion (default 16)
+ *   BENCH_DRAIN_TIMEOUT   seconds to wait for the deliveries after ingestion (default 300)
+ *   BENCH_CPU_PROF=dir    a V8 CPU profile of the service into dir (it then starts as `node --cpu-prof … serve`)
+ *   BENCH_ADMIN_URL       where to create the fresh database (default postgres://postgres@127.0.0.1:5432/postgres)
+ *
+ * Targets: list (first and deep page) ratio to bare >= 0.5 and p99 <= 25 ms; get ratio >= 0.6; ingestion >= 3,000
+ * record events a second. Exits non-zero only when the run itself fails (setup, an unexpected answer, a delivery
+ * that never arrives), never for a missed target.
+ */
+import { writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import type { AppInstance } from '../app.js'
+import { recordProblems } from '../plugins/records/validate.js'
+import type { Installed } from '../test/support/helper.js'
+import { webhookFixture } from './fixtures.js'
+import {
+  fmt, list, loadSlice, mergeSlices, nodeAndCpus, now, positiveInt, positiveInts, postgresCpuSeconds, printTable,
+  runBench, sleep, stamp, summary, tempDir, verdict, waitFor, type Cleanup, type RawResult, type SliceFigures
+} from './lib.js'
+import { cleanEnv, ensureBuilt, freePort, startServer, startService, type ServerProcess } from './processes.js'
+
+const SIZES = positiveInts('BENCH_INVOICES', [10_000, 100_000, 1_000_000]).sort((a, b) => a - b)
+const PER_TENANT = positiveInt('BENCH_PER_TENANT', 1000)
+const PHASES = list('BENCH_PHASES', ['list', 'deep', 'get', 'ingest'])
+const LOG_LEVEL = [...list('BENCH_LOG_LEVEL', ['warn', 'info', 'error', 'debug'], ['info'])][0]!
+const SECONDS = positiveInt('BENCH_SECONDS', 10)
+const ROUNDS = positiveInt('BENCH_ROUNDS', 5)
+const WARMUP = positiveInt('BENCH_WARMUP', 2, true)
+const CONNECTIONS = positiveInt('BENCH_CONNECTIONS', 50)
+const DEEP_AT = Number(process.env.BENCH_DEEP_AT ?? 0.9)
+const GET_REQUESTS = positiveInt('BENCH_GET_REQUESTS', 20_000)
+const INGEST_SECONDS = positiveInt('BENCH_INGEST_SECONDS', 10)
+const INGEST_BATCH = positiveInt('BENCH_INGEST_BATCH', 100)
+const INGEST_CONNECTIONS = positiveInt('BENCH_INGEST_CONNECTIONS', 16)
+const DRAIN_TIMEOUT_S = positiveInt('BENCH_DRAIN_TIMEOUT', 300)
+const PROFILE = process.env.BENCH_CPU_PROF
+const LIMIT = 50
+
+const TARGETS = { list: 0.5, deep: 0.5, get: 0.6 } as const
+const TARGET_P99_MS = 25
+const TARGET_INGEST = 3000
+
+type ReadPhase = 'list' | 'deep' | 'get'
+const READ_PHASES = (['list', 'deep', 'get'] as const).filter(p => PHASES.has(p))
+
+// ---------------------------------------------------------------------------------------------------------------
+// The data: tenants, invoices, their timestamps
+
+/** Tenant t (from 1): its org and entity; tenant 1 is installed through the OAuth journey, the others with SQL. */
+const pad = (n: number, width: number): string => String(n).padStart(width, '0')
+const tenantOf = (t: number) => ({ orgRefId: `org_r${pad(t, 5)}`, entityRefId: `ent_r${pad(t, 5)}` })
+const tenantPath = (t: number): string => {
+  const { orgRefId, entityRefId } = tenantOf(t)
+  return `/public/v1/orgs/${orgRefId}/entities/${entityRefId}`
+}
+/** The k-th invoice (from 1) of tenant t: its global number, id. */
+const invoiceNumber = (t: number, k: number): number => (t - 1) * PER_TENANT + k
+const invoiceId = (n: number): string => `inv_${pad(n, 8)}`
+
+/**
+ * updated_at of invoice k of tenant t: a tenant's invoices spread over a year in k order, and tenants 7 ms apart,
+ * so that every record has its own instant (whole milliseconds, as records carry them).
+ */
+const BASE_MS = Date.UTC(2025, 11, 1)
+const STEP_MS = Math.floor(365 * 86_400_000 / PER_TENANT)
+const updatedAtMs = (t: number, k: number): number => BASE_MS + k * STEP_MS + t * 7
+
+const CUSTOMER_NAMES = [
+  'Acme Industrial GmbH', 'Nordic Steel AB', 'Bharat Castings Pvt Ltd', 'Lyon Hydraulique SARL', 'Keystone Fabrication',
+  'Osaka Precision KK', 'Rio Valves Ltda', 'Baltic Bearings OÜ', 'Cascade Pumps Inc', 'Milano Utensili SpA',
+  'Pretoria Mining Supplies', 'Dublin Gearworks Ltd', 'Kraków Metal Sp. z o.o.', 'Austin Motion LLC',
+  'Brisbane Conveyors Pty', 'Vienna Tooling GmbH', 'Seoul Robotics Co', 'Toronto Forge Ltd', 'Madrid Moldes SL',
+  'Chennai Compressors Ltd'
+]
+const ITEMS = [
+  'Hydraulic pump HP-200', 'Installation, hours', 'Steel sheet 2 mm, kg', 'Ball bearing 6204-2RS', 'Gear motor 1.5 kW',
+  'Maintenance contract, month', 'Pressure valve PV-12', 'Freight and handling', 'Calibration service', 'Spare seal kit'
+]
+const CURRENCIES = ['EUR', 'USD', 'GBP', 'INR']
+const QUANTITIES = ['1', '1.5', '2', '0.25', '3']
+const STATUSES = ['draft', 'authorised', 'authorised', 'authorised', 'authorised', 'authorised', 'paid', 'paid', 'paid',
+  'voided']
+
+const sqlArray = (items: string[]): string => `array[${items.map(s => `'${s.replace(/'/g, "''")}'`).join(', ')}]`
+
+/**
+ * Invoices k0..k1 of tenants t0..t1, written in time order (k, then tenant): the rows of one tenant lie far apart
+ * in the table, as they do when tenants' records arrive over time. The body is the JSON text the service keeps
+ * (JSON.stringify of what the producer sent: no spaces, the schema's field order); two line items; sums as the
+ * validation requires (amount = quantity × unit_amount rounded half away from zero, subtotal, total, amount_due).
+ * $1..$4: t0, t1, k0, k1.
+ */
+const INSERT_INVOICES = `
+with g as (
+  select t, k, (t - 1)::bigint * ${PER_TENANT} + k as n,
+         timestamptz '${new Date(BASE_MS).toISOString()}' + (k::bigint * ${STEP_MS} + t * 7) * interval '1 millisecond'
+           as upd
+    from generate_series($3::int, $4::int) k, generate_series($1::int, $2::int) t
+), a as (
+  select g.*,
+         'org_r' || lpad(t::text, 5, '0') as org, 'ent_r' || lpad(t::text, 5, '0') as ent,
+         'inv_' || lpad(n::text, 8, '0') as id,
+         (${sqlArray(STATUSES)})[n % 10 + 1] as status,
+         'cus_' || lpad((n % 50 + 1)::text, 4, '0') as cus,
+         (${sqlArray(CUSTOMER_NAMES)})[n % 20 + 1] as cus_name,
+         (${sqlArray(CURRENCIES)})[n % 4 + 1] as cur,
+         (1 + n % 5)::text as q1, 1000 + (n * 37) % 90000 as u1,
+         (${sqlArray(QUANTITIES)})[n % 5 + 1] as q2, 500 + (n * 53) % 20000 as u2,
+         (${sqlArray(ITEMS)})[n % 10 + 1] as d1, (${sqlArray(ITEMS)})[(n + 3) % 10 + 1] as d2,
+         upd - (n % 40) * interval '1 day' - (n % 3600) * interval '1 second' as created
+    from g
+), b as (
+  select a.*, q1::bigint * u1 as a1, round(q2::numeric * u2)::bigint as a2,
+         (created at time zone 'UTC')::date as issue
+    from a
+), c as (
+  select b.*, round(a1 * 0.19)::bigint as t1, round(a2 * 0.19)::bigint as t2, issue + 30 as due from b
+), d as (
+  select c.*, a1 + a2 as sub, t1 + t2 as tax, a1 + a2 + t1 + t2 as total,
+         case when status = 'paid' then a1 + a2 + t1 + t2 else 0 end as paid
+    from c
+)
+insert into invoices (org_ref_id, entity_ref_id, id, updated_at, status, party_id, due_date, body)
+select org, ent, id, upd, status, cus, due,
+       '{"id":"' || id || '","number":"INV-' || lpad(n::text, 8, '0') || '","status":"' || status ||
+       '","customer":{"id":"' || cus || '","name":"' || cus_name || '"},"currency":"' || cur ||
+       '","issue_date":"' || to_char(issue, 'YYYY-MM-DD') || '","due_date":"' || to_char(due, 'YYYY-MM-DD') ||
+       '","line_items":[{"description":"' || d1 || '","quantity":"' || q1 || '","unit_amount":"' || MONEY(u1) ||
+       '","tax_amount":"' || MONEY(t1) || '","amount":"' || MONEY(a1) ||
+       '"},{"description":"' || d2 || '","quantity":"' || q2 ||
+       '","unit_amount":"' || MONEY(u2) || '","tax_amount":"' || MONEY(t2) || '","amount":"' || MONEY(a2) ||
+       '"}],"subtotal":"' || MONEY(sub) || '","tax_total":"' || MONEY(tax) || '","total":"' || MONEY(total) ||
+       '","amount_paid":"' || MONEY(paid) || '","amount_due":"' || MONEY(total - paid) || '","paid_at":' ||
+       case when status = 'paid' then '"' || ISO(upd) || '"' else 'null' end ||
+       ',"created_at":"' || ISO(created) || '","updated_at":"' || ISO(upd) || '"}'
+  from d
+ order by k, t`
+  .replace(/MONEY\(([\w -]+)\)/g, '(($1) / 100.0)::numeric(20, 2)::text')
+  .replace(/ISO\((\w+)\)/g, 'to_char($1 at time zone \'UTC\', \'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\')')
+
+/** Invoices of tenants t0..t1 (all PER_TENANT of each), in statements of about 100,000 rows. */
+async function loadInvoices (c: pg.Client, t0: number, t1: number): Promise<void> {
+  const tenants = t1 - t0 + 1
+  const perStatement = Math.max(1, Math.floor(100_000 / tenants))
+  for (let k0 = 1; k0 <= PER_TENANT; k0 += perStatement) {
+    const k1 = Math.min(PER_TENANT, k0 + perStatement - 1)
+    await c.query(INSERT_INVOICES, [t0, t1, k0, k1])
+    process.stdout.write(`\r    loaded ${fmt(tenants * k1)} of ${fmt(tenants * PER_TENANT)} invoices`)
+  }
+  process.stdout.write('\n')
+}
+
+/**
+ * A sample of the loaded rows must be what the service would have kept from events: valid records (schema and
+ * sums), the body as JSON.stringify writes it, the columns taken from it.
+ */
+async function checkSample (c: pg.Client): Promise<void> {
+  const { rows } = await c.query<{ body: string, updated_at: Date, status: string, party_id: string, due: string }>(
+    `select body, updated_at, status, party_id, to_char(due_date, 'YYYY-MM-DD') as due
+       from invoices tablesample system (1) limit 200`)
+  for (const r of rows) {
+    const data = JSON.parse(r.body) as Record<string, unknown>
+    const problems = recordProblems('invoice', data, '/data')
+    if (problems.length > 0) throw new Error(`a loaded invoice is not valid: ${JSON.stringify(problems)}\n${r.body}`)
+    if (JSON.stringify(data) !== r.body) throw new Error(`a loaded body is not as the service writes it: ${r.body}`)
+    const columns = [r.updated_at.toISOString(), r.status, r.party_id, r.due]
+    const fields = [data.updated_at, data.status, (data.customer as { id: string }).id, data.due_date]
+    if (JSON.stringify(columns) !== JSON.stringify(fields)) {
+      throw new Error(`a loaded row's columns differ from its body: ${JSON.stringify(columns)} ${r.body}`)
+    }
+  }
+}
+
+/** One invoice as a producer sends it (the same shape and sums as the SQL above). */
+function invoiceData (n: number, updatedMs: number, status: string): Record<string, unknown> {
+  const cents = (x: number): string => (x / 100).toFixed(2)
+  const line = (unit: number, tax: number, amount: number) =>
+    ({ unit_amount: cents(unit), tax_amount: cents(tax), amount: cents(amount) })
+  const iso = (ms: number): string => new Date(ms).toISOString()
+  const q1 = 1 + n % 5
+  const u1 = 1000 + (n * 37) % 90000
+  const q2 = QUANTITIES[n % 5]!
+  const u2 = 500 + (n * 53) % 20000
+  const a1 = q1 * u1
+  const a2 = Math.round(Number(q2) * u2) // half-cents round up: positive amounts only
+  const [t1, t2] = [Math.round(a1 * 19 / 100), Math.round(a2 * 19 / 100)]
+  const total = a1 + a2 + t1 + t2
+  const paid = status === 'paid' ? total : 0
+  const created = updatedMs - (n % 40) * 86_400_000 - (n % 3600) * 1000
+  const issue = iso(created).slice(0, 10)
+  return {
+    id: invoiceId(n),
+    number: `INV-${pad(n, 8)}`,
+    status,
+    customer: { id: `cus_${pad(n % 50 + 1, 4)}`, name: CUSTOMER_NAMES[n % 20] },
+    currency: CURRENCIES[n % 4],
+    issue_date: issue,
+    due_date: iso(Date.parse(issue) + 30 * 86_400_000).slice(0, 10),
+    line_items: [
+      { description: ITEMS[n % 10], quantity: String(q1), ...line(u1, t1, a1) },
+      { description: ITEMS[(n + 3) % 10], quantity: q2, ...line(u2, t2, a2) }
+    ],
+    subtotal: cents(a1 + a2),
+    tax_total: cents(t1 + t2),
+    total: cents(total),
+    amount_paid: cents(paid),
+    amount_due: cents(total - paid),
+    paid_at: status === 'paid' ? iso(updatedMs) : null,
+    created_at: iso(created),
+    updated_at: iso(updatedMs)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Installs and tokens
+
+/** An install and a token for tenants 2..count of the app tenant 1 installed (its scopes), in one statement. */
+async function makeInstalls (app: AppInstance, first: Installed, count: number): Promise<string[]> {
+  const tokens = [first.accessToken]
+  if (count === 1) return tokens
+  const scopes = ['invoices:read', 'bills:read', 'customers:read']
+  const rows = await app.db.query<{ install_id: string, org_ref_id: string, entity_ref_id: string }>(
+    `insert into installs (install_id, client_id, org_ref_id, entity_ref_id, scopes, installed_by)
+     select 'ins_r' || lpad(g::text, 5, '0'), $1, 'org_r' || lpad(g::text, 5, '0'), 'ent_r' || lpad(g::text, 5, '0'),
+            $2, 'bench'
+       from generate_series(2, $3::int) g
+     returning install_id, org_ref_id, entity_ref_id`,
+    [first.clientId, scopes, count]
+  )
+  const issuedAt = Date.now()
+  for (const r of rows) {
+    tokens.push(app.accessTokens.issue({
+      clientId: first.clientId, orgRefId: r.org_ref_id, entityRefId: r.entity_ref_id, installId: r.install_id, scopes
+    }, issuedAt))
+  }
+  return tokens
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Measurement
+
+interface Measured extends SliceFigures {
+  cpuMicrosPerRequest: number
+  /** Every postgres process of the machine (other databases' work included), per request. */
+  pgMicrosPerRequest: number
+}
+
+interface Side { name: string, server: ServerProcess }
+
+interface ReadRow {
+  size: number
+  tenants: number
+  phase: ReadPhase
+  bytes: number
+  bare: Measured
+  service: Measured
+}
+
+interface SizeRow {
+  size: number
+  tenants: number
+  loadSeconds: number
+  tableBytes: number
+  indexBytes: number
+}
+
+async function measure (side: Side, seconds: number, requestsFile: string, expect: string) {
+  const cpu0 = side.server.cpuSeconds()
+  const pg0 = postgresCpuSeconds()
+  const raw = await loadSlice(
+    { url: side.server.url, connections: CONNECTIONS, duration: seconds },
+    { requestsFile, expect }
+  )
+  return { raw, cpu: side.server.cpuSeconds() - cpu0, pg: postgresCpuSeconds() - pg0 }
+}
+
+/** Warm-up, then alternating slices; each side's slices merged (as in bench/me.ts). */
+async function compare (bare: Side, service: Side, requestsFile: string, expect: string) {
+  for (const side of WARMUP > 0 ? [bare, service] : []) {
+    mergeSlices(side.name, side.server.url, CONNECTIONS, [(await measure(side, WARMUP, requestsFile, expect)).raw])
+  }
+  const perSlice = SECONDS / ROUNDS
+  const raw = new Map([bare, service].map(side => [side, { results: [] as RawResult[], cpu: 0, pg: 0 }]))
+  for (let round = 0; round < ROUNDS; round++) {
+    const parts: string[] = []
+    for (const side of round % 2 === 0 ? [bare, service] : [service, bare]) {
+      const m = await measure(side, perSlice, requestsFile, expect)
+      const acc = raw.get(side)!
+      acc.results.push(m.raw)
+      acc.cpu += m.cpu
+      acc.pg += m.pg
+      parts.push(`${side.name} ${fmt(m.raw.totalCompletedRequests / m.raw.duration)} req/s`)
+    }
+    console.log(`      round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ` +
+      `${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
+  }
+  const merged = (side: Side): Measured => {
+    const { results, cpu, pg } = raw.get(side)!
+    const figures = mergeSlices(side.name, side.server.url, CONNECTIONS, results)
+    return { ...figures, cpuMicrosPerRequest: cpu * 1e6 / figures.total, pgMicrosPerRequest: pg * 1e6 / figures.total }
+  }
+  return { bare: merged(bare), service: merged(service) }
+}
+
+/** The lines `<path>\t<token>` of a requests file, shuffled (the load process starts at a random one). */
+function writeRequests (file: string, lines: Array<[string, string]>): string {
+  for (let i = lines.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1))
+    const swap = lines[i]!
+    lines[i] = lines[j]!
+    lines[j] = swap
+  }
+  writeFileSync(file, lines.map(([path, token]) => `${path}\t${token}`).join('\n'))
+  return file
+}
+
+const PHASE_ROUTES: Record<ReadPhase, string> = {
+  list: '/public/v1/orgs/:orgId/entities/:entityId/invoices',
+  deep: '/public/v1/orgs/:orgId/entities/:entityId/invoices',
+  get: '/public/v1/orgs/:orgId/entities/:entityId/invoices/:id'
+}
+const PHASE_EXPECT: Record<ReadPhase, string> = {
+  list: '{"invoices":[{"id":"inv_',
+  deep: '{"invoices":[{"id":"inv_',
+  get: '"number":"INV-'
+}
+const PHASE_TITLE: Record<ReadPhase, string> = {
+  list: 'GET …/invoices?limit=50 (first page)',
+  deep: `GET …/invoices?limit=50&cursor=… (page at ${DEEP_AT * 100}% of the list)`,
+  get: 'GET …/invoices/{id}'
+}
+
+/** The service's answer to one request of tenant t, which must be 200. */
+async function ask (service: ServerProcess, tokens: string[], t: number, path: string): Promise<string> {
+  const res = await fetch(service.url + tenantPath(t) + path, { headers: { authorization: `Bearer ${tokens[t - 1]}` } })
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`GET ${tenantPath(t)}${path}: ${res.status} ${text}`)
+  return text
+}
+
+/** The page after the invoice at DEEP_AT of tenant t's list, as a cursor the service gave (asked with limit=1). */
+async function deepPath (service: ServerProcess, tokens: string[], t: number): Promise<string> {
+  const k = Math.floor(PER_TENANT * DEEP_AT)
+  const since = new Date(updatedAtMs(t, k)).toISOString()
+  const page = JSON.parse(await ask(service, tokens, t, `/invoices?limit=1&updated_since=${since}`)) as
+    { invoices: Array<{ id: string }>, next_cursor: string | null }
+  if (page.invoices[0]?.id !== invoiceId(invoiceNumber(t, k)) || !page.next_cursor) {
+    throw new Error(`tenant ${t}: updated_since does not find invoice ${k}`)
+  }
+  return `/invoices?limit=${LIMIT}&cursor=${page.next_cursor}`
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function main (cleanups: Cleanup[]): Promise<void> {
+  if (process.env.BENCH_DATABASE_URL) {
+    throw new Error('bench/records.ts makes its own database (unset BENCH_DATABASE_URL)')
+  }
+  if (!(DEEP_AT > 0 && DEEP_AT < 1) || Math.floor(PER_TENANT * DEEP_AT) + LIMIT >= PER_TENANT) {
+    throw new Error(`BENCH_DEEP_AT ${DEEP_AT}: the deep page must lie inside a tenant's list of ${PER_TENANT}`)
+  }
+  for (const size of SIZES) {
+    if (size % PER_TENANT !== 0) throw new Error(`BENCH_INVOICES ${size} is not a multiple of ${PER_TENANT}`)
+  }
+  await ensureBuilt()
+  const maxTenants = SIZES.at(-1)! / PER_TENANT
+  const servicePort = await freePort()
+  process.stdout.write(`making ${fmt(maxTenants)} install(s) and their tokens… `)
+  const { databaseUrl, receiver, tenant, eventsToken, env, prepared: tokens } = await webhookFixture(cleanups, {
+    prefix: 'mg_bench_rec',
+    subscriptions: PHASES.has('ingest') ? 1 : 0,
+    publicBaseUrl: `http://127.0.0.1:${servicePort}`,
+    topics: ['invoice.created', 'invoice.updated', 'invoice.paid', 'invoice.voided'],
+    tenant: tenantOf(1),
+    prepare: (app, first) => makeInstalls(app, first, maxTenants)
+  })
+  process.stdout.write('done\n')
+  const dataDir = tempDir('mg-bench-rec-', cleanups)
+
+  console.log('marketplace-gateway bench: accounting records (npm start) vs bare Fastify routes serving the same bytes')
+  console.log(`  invoices ${SIZES.map(n => fmt(n)).join(', ')} (${fmt(PER_TENANT)} per tenant); phases ` +
+    `${[...PHASES].join(', ')}; ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slices ` +
+    `(warm-up ${WARMUP} s each); LOG_LEVEL ${LOG_LEVEL}; autocannon in its own process`)
+  console.log(`  ${nodeAndCpus()}, Postgres ${new URL(databaseUrl).host}, load average ${loadavg()[0]!.toFixed(2)}`)
+
+  const service = await startService({
+    cleanups,
+    env: { ...env, PUBLIC_RATE_LIMIT: '1000000' },
+    port: servicePort,
+    logLevel: LOG_LEVEL,
+    nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : undefined
+  })
+  const db = new pg.Client({ connectionString: databaseUrl })
+  await db.connect()
+  cleanups.push(() => db.end())
+  await db.query('set synchronous_commit = off')
+
+  const bares = new Map<ReadPhase, ServerProcess>()
+  const bodyBytes = new Map<ReadPhase, number>()
+  const readRows: ReadRow[] = []
+  const sizeRows: SizeRow[] = []
+  let loaded = 0
+  for (const size of SIZES) {
+    const tenants = size / PER_TENANT
+    console.log(`  ${fmt(size)} invoices over ${fmt(tenants)} tenants:`)
+    const t0 = now()
+    await loadInvoices(db, loaded / PER_TENANT + 1, tenants)
+    await db.query('vacuum analyze invoices')
+    const loadSeconds = (now() - t0) / 1000
+    loaded = size
+    await checkSample(db)
+    const { rows: [sizes] } = await db.query<{ n: number, table_bytes: string, index_bytes: string }>(
+      `select count(*)::int as n, pg_relation_size('invoices') as table_bytes,
+              pg_indexes_size('invoices') as index_bytes
+         from invoices`)
+    if (sizes!.n !== size) throw new Error(`${sizes!.n} invoices in the table, ${size} expected`)
+    sizeRows.push({
+      size, tenants, loadSeconds, tableBytes: Number(sizes!.table_bytes), indexBytes: Number(sizes!.index_bytes)
+    })
+    console.log(`    loaded and vacuumed in ${fmt(loadSeconds, 1)} s; table ` +
+      `${fmt(Number(sizes!.table_bytes) / size)} bytes and indexes ${fmt(Number(sizes!.index_bytes) / size)} ` +
+      'bytes per invoice')
+
+    // The requests of each phase, over every tenant of this size.
+    const requests: Record<ReadPhase, Array<[string, string]>> = { list: [], deep: [], get: [] }
+    for (let t = 1; t <= tenants; t++) {
+      const token = tokens[t - 1]!
+      if (PHASES.has('list')) requests.list.push([`${tenantPath(t)}/invoices?limit=${LIMIT}`, token])
+      if (PHASES.has('deep')) requests.deep.push([tenantPath(t) + await deepPath(service, tokens, t), token])
+    }
+    if (PHASES.has('get')) {
+      for (let i = 0; i < GET_REQUESTS; i++) {
+        const t = 1 + Math.floor(Math.random() * tenants)
+        const k = 1 + Math.floor(Math.random() * PER_TENANT)
+        requests.get.push([`${tenantPath(t)}/invoices/${invoiceId(invoiceNumber(t, k))}`, tokens[t - 1]!])
+      }
+    }
+
+    for (const phase of READ_PHASES) {
+      // The baseline answers what the service answered to the phase's first request of tenant 1, always.
+      if (!bares.has(phase)) {
+        const first = phase === 'list'
+          ? `/invoices?limit=${LIMIT}`
+          : phase === 'deep' ? await deepPath(service, tokens, 1) : `/invoices/${invoiceId(invoiceNumber(1, 1))}`
+        const body = await ask(service, tokens, 1, first)
+        if (phase !== 'get' && (JSON.parse(body) as { invoices: unknown[] }).invoices.length !== LIMIT) {
+          throw new Error(`${phase}: a page of ${LIMIT} expected`)
+        }
+        const bodyFile = join(dataDir, `bare-${phase}.json`)
+        writeFileSync(bodyFile, body)
+        const port = await freePort()
+        bares.set(phase, await startServer({
+          name: `bare ${phase}`,
+          cleanups,
+          command: process.execPath,
+          args: ['--import', 'tsx', 'bench/bare-server.ts'],
+          env: cleanEnv({
+            PORT: String(port), LOG_LEVEL, BARE_PATH: PHASE_ROUTES[phase], BARE_BODY_FILE: bodyFile, BARE_RAW: '1'
+          }),
+          port,
+          readyPath: '/health'
+        }))
+        bodyBytes.set(phase, Buffer.byteLength(body))
+        const [path] = requests[phase][0]!
+        if (await fetch(bares.get(phase)!.url + path).then(r => r.text()) !== body) {
+          throw new Error(`bare ${phase}: another body`)
+        }
+      }
+      console.log(`    ${PHASE_TITLE[phase]}, ${fmt(bodyBytes.get(phase)!)} bytes, ` +
+        `${fmt(new Set(requests[phase].map(r => r[0])).size)} distinct requests:`)
+      const file = writeRequests(join(dataDir, `requests-${phase}-${size}.txt`), requests[phase])
+      const result = await compare({ name: 'bare', server: bares.get(phase)! }, { name: 'service', server: service },
+        file, PHASE_EXPECT[phase])
+      readRows.push({ size, tenants, phase, bytes: bodyBytes.get(phase)!, ...result })
+    }
+  }
+  for (const bare of bares.values()) await bare.stop()
+
+  const ingest = PHASES.has('ingest') ? await ingestPhase(service, receiver, tenant, eventsToken, dataDir) : undefined
+  await service.stop()
+  report(readRows, sizeRows, ingest)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Ingestion
+
+interface IngestRow {
+  batch: number
+  requests: number
+  events: number
+  eventsPerS: number
+  p50: number
+  p99: number
+  deliveredPerS: number
+  drainSeconds: number
+  duplicates: number
+  serviceCpuPerEvent: number
+  pgCpuPerEvent: number
+  repeated: boolean
+}
+
+/**
+ * Batches of invoice events for tenant 1, every event new (producer ids `src_<n>`), each invoice through its life:
+ * created (`invoice.created`), changed (`invoice.updated`) and paid (`invoice.paid`), each step at least
+ * GAP events after the one before, so that no two batches in flight at once touch the same invoice (16 × 100 events
+ * are in flight at most); of every 10 events about 6 create, 2 change and 2 pay. Enough batches for 8,000 events a
+ * second; more requests than that would send some again (and the run says so).
+ */
+function ingestBodies (file: string, tenant: { orgRefId: string, entityRefId: string }): number {
+  const GAP = 2000
+  const batches = Math.ceil(INGEST_SECONDS * 8000 / INGEST_BATCH)
+  const start = Date.UTC(2027, 0, 1)
+  const toChange: Array<{ n: number, serial: number }> = []
+  const toPay: Array<{ n: number, serial: number }> = []
+  const lines: string[] = []
+  let serial = 0
+  let created = 0
+  for (let b = 0; b < batches; b++) {
+    const events = []
+    for (let e = 0; e < INGEST_BATCH; e++) {
+      serial++
+      const slot = serial % 10
+      const queue = slot === 6 || slot === 7 ? toChange : slot === 8 || slot === 9 ? toPay : undefined
+      const due = queue?.[0] !== undefined && queue[0].serial <= serial - GAP ? queue.shift()! : undefined
+      let topic: string
+      let data: Record<string, unknown>
+      if (!due) {
+        topic = 'invoice.created'
+        const n = 100_000_000 + ++created
+        data = invoiceData(n, start + serial, 'authorised')
+        toChange.push({ n, serial })
+      } else if (queue === toChange) {
+        topic = 'invoice.updated'
+        data = invoiceData(due.n, start + serial, 'authorised')
+        toPay.push({ n: due.n, serial })
+      } else {
+        topic = 'invoice.paid'
+        data = invoiceData(due.n, start + serial, 'paid')
+      }
+      events.push({
+        id: `src_${pad(serial, 9)}`, topic, org_ref_id: tenant.orgRefId, entity_ref_id: tenant.entityRefId, data
+      })
+    }
+    lines.push(JSON.stringify(events))
+  }
+  for (const line of [lines[0]!, lines.at(-1)!]) {
+    for (const [i, e] of (JSON.parse(line) as Array<{ data: unknown }>).entries()) {
+      const problems = recordProblems('invoice', e.data, `/${i}/data`)
+      if (problems.length > 0) throw new Error(`an ingested invoice is not valid: ${JSON.stringify(problems)}`)
+    }
+  }
+  writeFileSync(file, lines.join('\n'))
+  return batches
+}
+
+async function ingestPhase (
+  service: ServerProcess,
+  receiver: Awaited<ReturnType<typeof webhookFixture>>['receiver'],
+  tenant: { orgRefId: string, entityRefId: string },
+  eventsToken: string,
+  dataDir: string
+): Promise<IngestRow> {
+  const file = join(dataDir, 'ingest.ndjson')
+  const batches = ingestBodies(file, tenant)
+  console.log(`  ingest: batches of ${INGEST_BATCH} invoice events, ${INGEST_CONNECTIONS} connections, ` +
+    `${INGEST_SECONDS} s, one subscription of the tenant (load average ${loadavg()[0]!.toFixed(2)})`)
+  await receiver.reset()
+  const cpu0 = service.cpuSeconds()
+  const pg0 = postgresCpuSeconds()
+  const started = now()
+  const raw = await loadSlice({
+    url: `${service.url}/events`,
+    method: 'POST',
+    connections: INGEST_CONNECTIONS,
+    duration: INGEST_SECONDS,
+    headers: { authorization: `Bearer ${eventsToken}`, 'content-type': 'application/json' }
+  }, { bodiesFile: file, expect: '"deliveries":1' })
+  const figures = mergeSlices('POST /events', `${service.url}/events`, INGEST_CONNECTIONS, [raw])
+  const repeated = figures.total > batches
+  const events = Math.min(figures.total, batches) * INGEST_BATCH
+  let counts = await receiver.counts()
+  const drained = await waitFor(async () => (counts = await receiver.counts()).unique >= events,
+    DRAIN_TIMEOUT_S * 1000, 200)
+  if (!drained) throw new Error(`ingest: ${counts.unique} of ${events} deliveries in ${DRAIN_TIMEOUT_S} s`)
+  for (let last = -1; last !== counts.unique; await sleep(500)) {
+    last = counts.unique
+    counts = await receiver.counts()
+  }
+  const drainSeconds = (counts.lastAt - started) / 1000
+  return {
+    batch: INGEST_BATCH,
+    requests: figures.total,
+    events: figures.total * INGEST_BATCH,
+    eventsPerS: figures.rps * INGEST_BATCH,
+    p50: figures.p50,
+    p99: figures.p99,
+    deliveredPerS: counts.unique / drainSeconds,
+    drainSeconds,
+    duplicates: counts.duplicates,
+    serviceCpuPerEvent: (service.cpuSeconds() - cpu0) * 1e6 / (figures.total * INGEST_BATCH),
+    pgCpuPerEvent: (postgresCpuSeconds() - pg0) * 1e6 / (figures.total * INGEST_BATCH),
+    repeated
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+function report (reads: ReadRow[], sizes: SizeRow[], ingest: IngestRow | undefined): void {
+  console.log('')
+  if (reads.length > 0) {
+    printTable([
+      ['invoices', 'phase', 'bytes', 'bare req/s', 'service req/s', 'ratio', 'p50 ms', 'p99 ms', 'bare p99 ms',
+        'bare CPU µs/req', 'service CPU µs/req', 'postgres CPU µs/req'],
+      ...reads.map(r => [fmt(r.size), r.phase, fmt(r.bytes), fmt(r.bare.rps), fmt(r.service.rps),
+        (r.service.rps / r.bare.rps).toFixed(3), fmt(r.service.p50), fmt(r.service.p99), fmt(r.bare.p99),
+        fmt(r.bare.cpuMicrosPerRequest), fmt(r.service.cpuMicrosPerRequest), fmt(r.service.pgMicrosPerRequest)])
+    ], 2)
+    console.log('')
+  }
+  printTable([
+    ['invoices', 'tenants', 'loaded in s', 'table bytes/invoice', 'index bytes/invoice', 'table MiB', 'indexes MiB'],
+    ...sizes.map(s => [fmt(s.size), fmt(s.tenants), fmt(s.loadSeconds, 1), fmt(s.tableBytes / s.size),
+      fmt(s.indexBytes / s.size), fmt(s.tableBytes / 2 ** 20), fmt(s.indexBytes / 2 ** 20)])
+  ])
+  console.log('')
+  if (ingest) {
+    printTable([
+      ['events per request', 'requests', 'events/s', 'p50 ms', 'p99 ms', 'deliveries/s end to end',
+        'last delivery after s', 'duplicates', 'service CPU µs/event', 'postgres CPU µs/event'],
+      [fmt(ingest.batch), fmt(ingest.requests), fmt(ingest.eventsPerS), fmt(ingest.p50), fmt(ingest.p99),
+        fmt(ingest.deliveredPerS), fmt(ingest.drainSeconds, 1), fmt(ingest.duplicates), fmt(ingest.serviceCpuPerEvent),
+        fmt(ingest.pgCpuPerEvent)]
+    ])
+    if (ingest.repeated) console.log('  (more requests than prepared batches: some events were sent again)')
+    console.log('')
+  }
+  for (const r of reads) {
+    console.log(`markdown row: | ${stamp()} | ${fmt(r.size)} | ${r.phase} | ${fmt(r.bare.rps)} | ` +
+      `${fmt(r.service.rps)} | **${(r.service.rps / r.bare.rps).toFixed(3)}** | ${fmt(r.service.p50)} | ` +
+      `${fmt(r.service.p99)} | ${fmt(r.bare.cpuMicrosPerRequest)} | ${fmt(r.service.cpuMicrosPerRequest)} | ` +
+      `${fmt(r.service.pgMicrosPerRequest)} |`)
+  }
+  for (const s of sizes) {
+    console.log(`markdown row: | ${fmt(s.size)} | ${fmt(s.tenants)} | ${fmt(s.tableBytes / s.size)} | ` +
+      `${fmt(s.indexBytes / s.size)} | ${fmt(s.loadSeconds, 1)} |`)
+  }
+  if (ingest) {
+    console.log(`markdown row: | ${stamp()} | ${ingest.batch} | **${fmt(ingest.eventsPerS)}** | ${fmt(ingest.p50)} / ` +
+      `${fmt(ingest.p99)} | ${fmt(ingest.deliveredPerS)} | ${fmt(ingest.serviceCpuPerEvent)} | ` +
+      `${fmt(ingest.pgCpuPerEvent)} |`)
+  }
+  console.log('')
+  for (const r of reads) {
+    const ratio = r.service.rps / r.bare.rps
+    const label = `${r.phase}, ${fmt(r.size)} invoices`
+    const target = TARGETS[r.phase]
+    summary(`${label}: ratio to bare Fastify`, ratio.toFixed(3), { text: `>= ${target}`, met: ratio >= target })
+    if (r.phase !== 'get') {
+      const met = r.service.p99 <= TARGET_P99_MS
+      summary(`${label}: p99`, `${fmt(r.service.p99)} ms`, { text: `<= ${TARGET_P99_MS} ms`, met })
+    }
+  }
+  if (ingest) {
+    summary(`ingest, batches of ${ingest.batch}`, `${fmt(ingest.eventsPerS)} events/s`,
+      { text: `>= ${fmt(TARGET_INGEST)}`, met: ingest.eventsPerS >= TARGET_INGEST })
+  }
+  for (const r of reads) {
+    const ratio = r.service.rps / r.bare.rps
+    const p99 = r.phase === 'get'
+      ? ''
+      : `; p99 ${fmt(r.service.p99)} ms (target <= ${TARGET_P99_MS}) ${verdict(r.service.p99 <= TARGET_P99_MS)}`
+    console.log(`  ${r.phase.padEnd(4)} ${fmt(r.size).padStart(9)} invoices: ratio ${ratio.toFixed(3)} ` +
+      `(target >= ${TARGETS[r.phase]}) ${verdict(ratio >= TARGETS[r.phase])}${p99}`)
+  }
+  if (ingest) {
+    console.log(`  ingest: ${fmt(ingest.eventsPerS)} record events/s (target >= ${fmt(TARGET_INGEST)}) ` +
+      verdict(ingest.eventsPerS >= TARGET_INGEST))
+  }
+}
+
+runBench(main)
