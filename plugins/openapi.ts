@@ -77,7 +77,13 @@ export function nameSchemas (doc: Json): Json {
     if (Array.isArray(node)) return node.map(visit)
     if (!isObject(node)) return node
     const out: Json = {}
-    for (const [k, v] of Object.entries(node)) out[k] = EXAMPLE_KEYS.has(k) ? v : visit(v)
+    for (const [k, v] of Object.entries(node)) if (k !== 'const') out[k] = EXAMPLE_KEYS.has(k) ? v : visit(v)
+    // As @fastify/swagger does in the routes' schemas (convertConstToEnum), so that a schema the webhooks section
+    // shares with a route is one shape: a `const` is a single-value `enum`.
+    if ('const' in node) {
+      if ('enum' in node) out.const = node.const
+      else out.enum = [node.const]
+    }
     // A choice by JSON type alone (`if: {type}`, then, else: one event or a batch) is documented as the oneOf it
     // equals, which generators make a union type of; validation keeps if/then/else for its precise errors.
     if (isObject(out.if) && Object.keys(out.if).join() === 'type' && 'then' in out && 'else' in out) {
@@ -89,10 +95,13 @@ export function nameSchemas (doc: Json): Json {
     if (typeof title !== 'string' || !/^[A-Z][A-Za-z0-9]*$/.test(title) || !isSchema) return out
     const { description, ...shape } = out
     const existing = named[title] as Json | undefined
-    if (existing && JSON.stringify(withoutDescription(existing)) !== JSON.stringify(shape)) {
+    // A response's own schema has its examples moved to the media type (@fastify/swagger), the same schema nested
+    // elsewhere keeps them: examples are not part of the shape, and the component keeps them when a use has them.
+    if (existing && JSON.stringify(shapeOf(existing)) !== JSON.stringify(shapeOf(shape))) {
       throw new Error(`two different schemas are titled ${title}: give one another title`)
     }
     if (!existing) named[title] = description === undefined ? shape : { ...shape, description }
+    else if (existing.examples === undefined && shape.examples !== undefined) existing.examples = shape.examples
     const ref: Json = { $ref: `#/components/schemas/${title}` }
     // A use that describes the shape otherwise (a response's own meaning) keeps its description beside the $ref.
     const ownDescription = description !== undefined && description !== (named[title] as Json).description
@@ -101,7 +110,7 @@ export function nameSchemas (doc: Json): Json {
   for (const key of ['paths', 'webhooks']) doc[key] = visit(doc[key])
   return doc
 }
-const withoutDescription = ({ description: _d, ...rest }: Json): Json => rest
+const shapeOf = ({ description: _d, examples: _e, ...rest }: Json): Json => rest
 
 /** Routes that are not HTTP APIs to document: the MCP endpoint (its own protocol), the docs themselves, metrics. */
 /**

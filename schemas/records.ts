@@ -163,31 +163,41 @@ export const Customer = Type.Object({
 export type InvoiceRecord = Static<typeof Invoice>
 export type CustomerRecord = Static<typeof Customer>
 
+/** An example of next_cursor and cursor (opaque to clients). */
+const SAMPLE_CURSOR = 'eyJ2IjoxLCJ1IjoiMjAyNi0xMS0wMlQwODoxNDowNS4xMjBaIn0'
+
 /** The query of every list (REST query string, MCP tool arguments): the filters each record kind has. */
 export function listQuery (opts: { statuses: readonly string[], party?: 'customer_id' | 'supplier_id' }) {
   const filters: Record<string, TSchema> = {
     limit: Type.Optional(Type.Integer({
-      minimum: 1, maximum: 100, description: 'Records per page, 1–100; default 50.'
+      minimum: 1, maximum: 100, description: 'Records per page, 1–100; default 50.', examples: [50]
     })),
     cursor: Type.Optional(Type.String({
       minLength: 1,
       maxLength: 500,
-      description: 'next_cursor of the previous page, with the same other arguments. Opaque.'
+      description: 'next_cursor of the previous page, with the same other arguments. Opaque.',
+      examples: [SAMPLE_CURSOR]
     })),
     updated_since: Type.Optional(Type.String({
       format: 'date-time',
       description: 'Only records with updated_at at or after this instant (ISO 8601).',
       examples: ['2026-11-01T00:00:00.000Z']
     })),
-    status: Type.Optional(Type.Union(opts.statuses.map(s => Type.Literal(s)), { description: 'Only this status.' })),
+    status: Type.Optional(Type.Union(opts.statuses.map(s => Type.Literal(s)), {
+      description: 'Only this status.', examples: [opts.statuses[0]]
+    })),
     order: Type.Optional(Type.Union([Type.Literal('updated_at'), Type.Literal('-updated_at')], {
       description: 'updated_at (default): oldest change first, then id, for incremental sync; ' +
-        '-updated_at: newest first.'
+        '-updated_at: newest first.',
+      examples: ['-updated_at']
     }))
   }
   if (opts.party) {
     filters[opts.party] = Type.Optional(Type.String({
-      minLength: 1, maxLength: 200, description: `Only documents of this ${opts.party.replace('_id', '')}.`
+      minLength: 1,
+      maxLength: 200,
+      description: `Only documents of this ${opts.party.replace('_id', '')}.`,
+      examples: [opts.party === 'customer_id' ? INVOICE_EXAMPLE.customer.id : BILL_EXAMPLE.supplier.id]
     }))
     filters.due_before = Type.Optional(Type.String({
       format: 'date',
@@ -221,7 +231,7 @@ export function listPage (key: string, record: TObject, title: string) {
   return Type.Object({ [key]: Type.Array(record), next_cursor: NextCursor }, {
     title,
     additionalProperties: false,
-    examples: [{ [key]: record.examples, next_cursor: 'eyJ2IjoxLCJ1IjoiMjAyNi0xMS0wMlQwODoxNDowNS4xMjBaIn0' }]
+    examples: [{ [key]: record.examples, next_cursor: SAMPLE_CURSOR }]
   })
 }
 
