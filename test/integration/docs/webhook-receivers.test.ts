@@ -6,6 +6,7 @@ import { Agent, request } from 'undici'
 import { ROOT } from '../../../lib/root.js'
 import { build, eventually, install } from '../../support/helper.js'
 import { listenHttps, selfSigned } from '../../support/receiver.js'
+import { invoice } from '../../support/records.js'
 import { publish, receiverEnv, subscribe } from '../../support/webhooks.js'
 
 type Handler = Parameters<typeof listenHttps>[1]
@@ -60,17 +61,18 @@ t.test('the example receiver accepts real deliveries once each and refuses forge
     }
   })
 
-  const event = await publish(app, i, { invoice_id: 'inv_7' })
+  const data = invoice({ id: 'inv_7' })
+  const event = await publish(app, i, data)
   await eventually(() => processed.length > 0, { what: 'the example receiver to process the delivery' })
   t.match(
     processed,
-    [{ id: event.id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } }],
+    [{ id: event.id, topic: 'invoice.paid', data }],
     'processed the real delivery'
   )
   t.same(answers, [204])
 
   // The same delivery again (a retry) is acknowledged without doing the work twice; a forgery gets 401.
-  const body = JSON.stringify({ id: event.id, topic: 'invoice.paid', data: { invoice_id: 'inv_7' } })
+  const body = JSON.stringify({ id: event.id, topic: 'invoice.paid', data })
   const dispatcher = new Agent({ connect: { ca: readFileSync(caFile, 'utf8') } })
   t.teardown(() => dispatcher.close())
   const sign = (s: string, b: string) => createHmac('sha256', s).update(b).digest('hex')
@@ -106,9 +108,10 @@ t.test('the Standard Webhooks example receiver, shown verbatim, accepts real del
     const i = await install(app)
     const secret = (await subscribe(app, i, { target_url: url })).signing_secret
     handler = example.createHandler({ secret, onEvent: async e => { processed.push(e) } })
-    const event = await publish(app, i, { n: 1 })
+    const data = invoice({ id: 'inv_8' })
+    const event = await publish(app, i, data)
     await eventually(() => processed.length > 0, { what: 'the example receiver to process the delivery' })
-    t.match(processed, [{ id: event.id, data: { n: 1 } }], 'processed the real delivery')
+    t.match(processed, [{ id: event.id, data }], 'processed the real delivery')
     t.same(answers, [204])
 
     const dispatcher = new Agent({ connect: { ca: readFileSync(caFile, 'utf8') } })

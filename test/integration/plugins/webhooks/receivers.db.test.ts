@@ -9,10 +9,13 @@ import { Webhook as StandardWebhook } from 'standardwebhooks'
 import { Webhook as SvixWebhook } from 'svix'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { recordProblems } from '../../../../plugins/records/validate.js'
 import { encryptSecret } from '../../../../plugins/webhooks/signing.js'
+import { EMITTED_TOPICS, PLANNED_TOPICS } from '../../../../lib/topics.js'
 import { bearer, build, eventually, install, type Installed } from '../../../support/helper.js'
 import { cli } from '../../../support/processes.js'
 import { selfSigned, startReceiver, type Received } from '../../../support/receiver.js'
+import { bill, invoice, nth } from '../../../support/records.js'
 import { hooksUrl as hooks, publish, receiverEnv, subscribe } from '../../../support/webhooks.js'
 
 // One app for the file: a failed delivery is retried once at once and then has failed for good; a replay takes at
@@ -160,7 +163,7 @@ t.test('replay: failed deliveries again, idempotent, bounded, through REST and M
   const i = await install(app)
   const sub = await subscribe(app, i, { target_url: receiver.url })
   const since = new Date(Date.now() - 1000).toISOString()
-  for (let n = 0; n < 4; n++) await publish(app, i, { n })
+  for (let n = 0; n < 4; n++) await publish(app, i, invoice(nth('inv', n)))
   await eventually(async () => (await app.db.query<{ n: number }>(
     "select count(*)::int as n from webhook_deliveries where subscription_id = $1 and status = 'failed'", [sub.id]
   ))[0]!.n, { until: n => n === 4, what: 'four deliveries failed for good' })
@@ -187,8 +190,8 @@ t.test('replay: failed deliveries again, idempotent, bounded, through REST and M
   t.match(rest.structuredContent, { replayed: 1, truncated: false }, `the MCP tool replays the one left ${
     JSON.stringify(rest.content)}`)
   await receiver.waitFor(before + 4)
-  const bodies = receiver.received.slice(before).map(r => JSON.parse(r.body.toString()).data.n).sort()
-  t.same(bodies, [0, 1, 2, 3], 'each failed event arrived once more')
+  const bodies = receiver.received.slice(before).map(r => JSON.parse(r.body.toString()).data.id).sort()
+  t.same(bodies, ['inv_00000', 'inv_00001', 'inv_00002', 'inv_00003'], 'each failed event arrived once more')
   t.equal((await replay({ since: new Date().toISOString(), until: since })).statusCode, 400, 'since after until')
   const other = await install(app)
   const foreign = await app.inject({
@@ -202,22 +205,40 @@ t.test('the event catalog: every topic with its schema, and what is delivered va
   const catalog = await app.inject({ method: 'GET', url: '/public/v1/event-types' })
   t.equal(catalog.statusCode, 200, 'no token needed: it is documentation')
   const types = catalog.json().event_types as Array<{ name: string, status: string, payload_schema: object }>
-  t.same(types.map(e => `${e.name}:${e.status}`), ['invoice.paid:emitted', 'bill.created:emitted',
-    'webhook.test:emitted', 'work_order.released:planned', 'work_order.completed:planned', 'lot.created:planned',
-    'eco.released:planned', 'jobwork_challan.overdue:planned'])
+  t.same(types.map(e => `${e.name}:${e.status}`), [
+    ...EMITTED_TOPICS.map(name => `${name}:emitted`), 'webhook.test:emitted',
+    ...PLANNED_TOPICS.map(name => `${name}:planned`)
+  ])
   const doc = (await app.inject({ method: 'GET', url: '/public/v1/openapi.json' })).json()
-  // The document keeps the example beside the schema (the media type's `example`), where the reference page shows it.
-  const media = doc.webhooks['invoice.paid'].post.requestBody.content['application/json']
-  t.same({ ...media.schema, examples: [media.example] }, types[0]!.payload_schema,
-    'the same schema and example as the OpenAPI webhooks section')
+  // The document keeps the example beside the schema (the media type's `example`), where the reference page shows it,
+  // names the records as components, and writes a const as the single-value enum that OpenAPI tools read.
+  const inlined = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(inlined)
+    if (typeof node !== 'object' || node === null) return node
+    const { $ref, ...rest } = node as Record<string, unknown>
+    const named = typeof $ref === 'string' ? doc.components.schemas[$ref.replace('#/components/schemas/', '')] : {}
+    return Object.fromEntries(Object.entries({ ...named, ...rest })
+      .map(([k, v]) => [k, k === 'examples' ? v : inlined(v)]))
+  }
+  const asOpenApi = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(asOpenApi)
+    if (typeof node !== 'object' || node === null) return node
+    return Object.fromEntries(Object.entries(node).map(([k, v]) =>
+      k === 'const' ? ['enum', [v]] : [k, k === 'examples' ? v : asOpenApi(v)]))
+  }
+  for (const type of types.filter(e => e.status === 'emitted')) {
+    const media = doc.webhooks[type.name].post.requestBody.content['application/json']
+    t.same(inlined({ ...media.schema, examples: [media.example] }), asOpenApi(type.payload_schema),
+      `${type.name}: the same schema and example as the OpenAPI webhooks section`)
+  }
 
   const ajv = new Ajv({ strict: false })
   addFormats.default(ajv)
   const validators = Object.fromEntries(types.map(e => [e.name, ajv.compile(e.payload_schema)]))
   const i = await install(app)
   const sub = await subscribe(app, i, { topics: ['invoice.paid', 'bill.created'], target_url: receiver.url })
-  await publish(app, i, { invoice: 'inv_9', amount: { value: '12.50', currency: 'EUR' } })
-  await publish(app, i, { bill: 'b_1' }, 'bill.created')
+  await publish(app, i, invoice({ id: 'inv_9' }))
+  await publish(app, i, bill({ id: 'b_1' }), 'bill.created')
   await app.inject({ method: 'POST', url: `${hooks(i)}/${sub.id}/test`, headers: bearer(i.accessToken) })
   for (const r of await receiver.waitFor(3)) {
     const body = JSON.parse(r.body.toString())
@@ -236,7 +257,7 @@ t.test('the delivery log: what was sent and what came back, a page at a time', a
   })
   const i = await install(app)
   const sub = await subscribe(app, i, { target_url: receiver.url })
-  for (let n = 0; n < 3; n++) await publish(app, i, { n })
+  for (let n = 0; n < 3; n++) await publish(app, i, invoice(nth('inv', n)))
   const page = (query: string) => app.inject({
     method: 'GET', url: `${hooks(i)}/${sub.id}/deliveries${query}`, headers: bearer(i.accessToken)
   })
@@ -290,7 +311,9 @@ t.test('local development: the refusal names the variables, and events trigger p
   })
   t.match(out, /^202 \{"id":"evt_[\w-]+","deliveries":1\}/, 'published with the development events token')
   const [r] = await receiver.waitFor(1)
-  t.match(JSON.parse(r!.body.toString()), { topic: 'invoice.paid', data: { invoice_id: 'inv_sample' } })
+  const sample = JSON.parse(r!.body.toString())
+  t.match(sample, { topic: 'invoice.paid', data: { id: String } })
+  t.same(recordProblems('invoice', sample.data, '/data'), [], 'the sample of the topic: a valid invoice')
 })
 
 // Last: its black hole's attempts would otherwise hang until their 15 s time-out.
@@ -303,7 +326,7 @@ t.test('fair delivery: a tenant of endpoints that never answer does not hold bac
   const dark = await install(app)
   const darkSubs = []
   for (let n = 0; n < 8; n++) darkSubs.push(await subscribe(app, dark, { target_url: `${hole.url}?sub=${n}` }))
-  for (let n = 0; n < 3; n++) await publish(app, dark, { n })
+  for (let n = 0; n < 3; n++) await publish(app, dark, invoice(nth('inv', n)))
   await hole.waitFor(1)
   const light = await install(app)
   await subscribe(app, light, { target_url: healthy.url })
