@@ -7,6 +7,7 @@ import {
   bearer, build, eventually, freshDatabase, install, TEST_DATABASE_URL, type Installed
 } from '../../../support/helper.js'
 import { selfSigned, startReceiver } from '../../../support/receiver.js'
+import { bill, invoice, nth } from '../../../support/records.js'
 import {
   hooksUrl as hooks, publishRaw as publish, receiverEnv, settled, subscribeRaw as subscribe
 } from '../../../support/webhooks.js'
@@ -183,7 +184,7 @@ t.test('events in: authentication, topics, idempotency', async t => {
     topic: 'invoice.paid',
     org_ref_id: i.orgRefId,
     entity_ref_id: i.entityRefId,
-    data: { invoice_id: 'inv_1', amount: 12.5 }
+    data: invoice({ id: 'inv_1' })
   }
 
   const noToken = await app.inject({
@@ -214,7 +215,9 @@ t.test('events in: authentication, topics, idempotency', async t => {
   t.match(first.json(), { id: /^evt_/, deliveries: 1 })
   const again = await publish(app, { ...event, id: 'producer-key-1' })
   t.same(again.json(), first.json(), 'the same id answers the first result')
-  for (const other of [{ data: { changed: true } }, { topic: 'bill.created' }, { entity_ref_id: 'ent_other' }]) {
+  const changed = [{ data: invoice({ id: 'inv_1', number: 'INV-CHANGED' }) }, { topic: 'invoice.updated' },
+    { entity_ref_id: 'ent_other' }]
+  for (const other of changed) {
     const conflict = await publish(app, { ...event, id: 'producer-key-1', ...other })
     t.equal(conflict.statusCode, 409, JSON.stringify(other))
     t.same(conflict.json(), {
@@ -225,15 +228,20 @@ t.test('events in: authentication, topics, idempotency', async t => {
   await receiver.waitFor(1)
   await settled(app, i)
   t.equal(receiver.received.length, 1, 'one delivery for a duplicate event id')
-  t.equal(JSON.parse(receiver.received[0]!.body.toString()).data.invoice_id, 'inv_1')
+  t.same(JSON.parse(receiver.received[0]!.body.toString()).data, event.data, 'the first event\'s record')
 })
 
 t.test('events in batches: one transaction, results in order, all or nothing', async t => {
   const receiver = await startReceiver(t)
   const i = await install(app)
   await subscribe(app, i, { topics: ['invoice.paid', 'bill.created'], target_url: receiver.url })
+  // The n-th event carries the n-th invoice, or the n-th bill on bill.created.
   const event = (n: number, extra: Record<string, unknown> = {}) => ({
-    topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: { n }, ...extra
+    topic: 'invoice.paid',
+    org_ref_id: i.orgRefId,
+    entity_ref_id: i.entityRefId,
+    data: extra.topic === 'bill.created' ? bill(nth('bill', n)) : invoice(nth('inv', n)),
+    ...extra
   })
   const stored = async () =>
     (await app.db.query<{ n: number }>('select count(*)::int as n from webhook_events'))[0]!.n
@@ -246,9 +254,10 @@ t.test('events in batches: one transaction, results in order, all or nothing', a
   const results = batch.json() as Array<{ id: string, deliveries: number }>
   t.equal(results.length, 4, 'one result per event')
   t.equal(new Set(results.map(r => r.id)).size, 4)
-  const sent = await app.db.query<{ id: string, producer_id: string | null, n: number }>(
-    "select id, producer_id, (body::jsonb -> 'data' ->> 'n')::int as n from webhook_events")
-  t.same(results.map(r => sent.find(e => e.id === r.id)?.n), [1, 2, 3, 4], 'each result in the place of its event')
+  const sent = await app.db.query<{ id: string, producer_id: string | null, record: string }>(
+    "select id, producer_id, body::jsonb -> 'data' ->> 'id' as record from webhook_events")
+  t.same(results.map(r => sent.find(e => e.id === r.id)?.record), ['inv_00001', 'bill_00002', 'inv_00003', 'inv_00004'],
+    'each result in the place of its event')
   t.same(results.map(r => r.deliveries), [1, 1, 1, 1])
   await receiver.waitFor(4)
   t.same(new Set(receiver.received.map(r => JSON.parse(r.body.toString()).id)), new Set(results.map(r => r.id)),
@@ -305,7 +314,13 @@ t.test('a delivery: exact bytes, signatures, headers, counters', async t => {
   const receiver = await startReceiver(t)
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
-  const data = { invoice_id: 'inv_9', total: '100.00', note: 'unicode ✓ "quoted"' }
+  const data = invoice({
+    id: 'inv_9',
+    customer: { id: 'cus_9', name: 'Ünïcødé ✓ "quoted"' },
+    line_items: [
+      { description: 'unicode ✓ "quoted" \\ back', quantity: '1', unit_amount: '100.00', tax_amount: '0.00' }
+    ]
+  })
   const accepted = (
     await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data })
   ).json()
@@ -329,7 +344,8 @@ t.test('a delivery: exact bytes, signatures, headers, counters', async t => {
 
   const body = JSON.parse(r.body.toString('utf8'))
   t.same(Object.keys(body), ['id', 'topic', 'created_at', 'org_ref_id', 'entity_ref_id', 'data'])
-  t.match(body, { id: accepted.id, topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data })
+  t.match(body, { id: accepted.id, topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId })
+  t.same(body.data, data, 'data is the record as sent')
   t.match(body.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
 
   const [item] = await eventually(
@@ -370,7 +386,7 @@ t.test('a 500 then a success: retried with the same bytes, and the success reset
     topic: 'bill.created',
     org_ref_id: i.orgRefId,
     entity_ref_id: i.entityRefId,
-    data: { bill_id: 'b1' }
+    data: bill({ id: 'b1' })
   })
   await dueNow(app, sub.id, 1)
   const [a, b] = await receiver.waitFor(2)
@@ -406,7 +422,7 @@ t.test('a 3xx is a failure and is not followed', async t => {
   })
   const i = await install(app)
   await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })
-  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: invoice() })
   const [item] = await eventually(
     () => listing(app, i),
     { until: l => l[0]?.LastDeliveryStatus === 302 }
@@ -427,7 +443,7 @@ t.test('automatic disabling after consecutive failures (thresholds lowered by co
   })
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
-  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: invoice() })
   await dueNow(app, sub.id, 1)
   await dueNow(app, sub.id, 2)
   const all = await eventually(
@@ -452,7 +468,7 @@ t.test('a 410 disables at once and cancels what is pending', async t => {
   })
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
-  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: invoice() })
   const all = await eventually(
     () => listing(app, i, '?include_inactive=true'),
     { until: l => l[0]?.IsActive === false }
@@ -466,7 +482,7 @@ t.test('a 410 disables at once and cancels what is pending', async t => {
     topic: 'invoice.paid',
     org_ref_id: i.orgRefId,
     entity_ref_id: i.entityRefId,
-    data: {}
+    data: invoice()
   })
   t.equal(after.json().deliveries, 0)
 })
@@ -478,7 +494,7 @@ t.test('an app whose API key is off gets no deliveries: none fanned out, pending
   })
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
-  const event = { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} }
+  const event = { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: invoice() }
   t.equal((await publish(app, event)).json().deliveries, 1)
   await receiver.waitFor(1)
   const disabled = await app.inject({
@@ -516,7 +532,7 @@ t.test('planned topics are never delivered; an uninstalled install gets nothing'
     topic: 'invoice.paid',
     org_ref_id: i.orgRefId,
     entity_ref_id: i.entityRefId,
-    data: {}
+    data: invoice()
   })
   t.equal(res.statusCode, 202)
   t.equal(res.json().deliveries, 0)
@@ -532,7 +548,7 @@ t.test('deleting a subscription cancels its pending deliveries; a manual retry s
   const i = await install(app)
   const keep = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
   const drop = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url + '?drop' })).json()
-  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: invoice() })
   await receiver.waitFor(2)
   const attempts = async (id: string) =>
     (await app.inject({ method: 'GET', url: `${hooks(i)}/${id}/deliveries`, headers: bearer(i.accessToken) })).json()
@@ -588,7 +604,7 @@ t.test('a time-out counts as a failure with LastDeliveryStatus 0', async t => {
   const receiver = await startReceiver(t, () => {})
   const i = await install(app)
   const sub = (await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })).json()
-  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: invoice() })
   // Polled gently: the listing counts against the install's 600 requests a minute.
   const [item] = await eventually(
     () => listing(app, i),
@@ -623,7 +639,7 @@ t.test('closing the app lets an attempt in flight finish and records it', async 
   })
   const i = await install(app)
   await subscribe(app, i, { topics: ['invoice.paid'], target_url: receiver.url })
-  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+  await publish(app, { topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: invoice() })
   await receiver.waitFor(1)
   const before = app.webhooks.workerStatus()!
   t.equal(before.inFlight, 1, 'an attempt is in flight')
