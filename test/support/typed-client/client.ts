@@ -39,7 +39,35 @@ if (!me.data) throw new Error(`me: ${JSON.stringify(me.error)}`)
 const identity: components['schemas']['Identity'] = me.data
 const tenant = { orgId: identity.org_ref_id, entityId: identity.entity_ref_id }
 
-// 3. Webhooks: subscribe, list, rotate the secret, read the attempts, delete; and a typed error.
+// 3. Invoices: every page, passing next_cursor back until it is null; one by id, then again with its ETag (304);
+// a cursor the service did not give, a typed error.
+const invoicesPath = '/public/v1/orgs/{orgId}/entities/{entityId}/invoices'
+const invoicePath = '/public/v1/orgs/{orgId}/entities/{entityId}/invoices/{id}'
+const pages: string[][] = []
+let cursor: string | undefined
+do {
+  const page = await api.GET(invoicesPath, {
+    ...auth,
+    params: { path: tenant, query: { limit: Number(env('PAGE_SIZE')), ...(cursor !== undefined && { cursor }) } }
+  })
+  if (!page.data) throw new Error(`invoices: ${JSON.stringify(page.error)}`)
+  const invoices: Array<components['schemas']['Invoice']> = page.data.invoices
+  pages.push(invoices.map(i => i.id))
+  cursor = page.data.next_cursor ?? undefined
+} while (cursor !== undefined && pages.length < 100)
+const firstId = pages[0]?.[0]
+if (firstId === undefined) throw new Error('no invoice')
+const byId = { ...tenant, id: firstId }
+const one = await api.GET(invoicePath, { ...auth, params: { path: byId } })
+if (!one.data) throw new Error(`invoice: ${JSON.stringify(one.error)}`)
+const invoice: components['schemas']['Invoice'] = one.data
+const total: string = invoice.total
+const etag = one.response.headers.get('etag') ?? ''
+const unchanged = await api.GET(invoicePath, { ...auth, params: { path: byId, header: { 'if-none-match': etag } } })
+const badCursor = await api.GET(invoicesPath, { ...auth, params: { path: tenant, query: { cursor: 'garbage' } } })
+const cursorError: components['schemas']['Error'] | undefined = badCursor.error
+
+// 4. Webhooks: subscribe, list, rotate the secret, read the attempts, delete; and a typed error.
 const created = await api.POST('/public/v1/orgs/{orgId}/entities/{entityId}/webhooks', {
   ...auth,
   params: { path: tenant },
@@ -70,7 +98,7 @@ const refused = await api.POST('/public/v1/orgs/{orgId}/entities/{entityId}/webh
 })
 const error: components['schemas']['Error'] | undefined = refused.error
 
-// 4. Refresh, as a form again.
+// 5. Refresh, as a form again.
 const refreshed = await api.POST('/oauth/token', {
   body: {
     grant_type: 'refresh_token',
@@ -86,6 +114,14 @@ process.stdout.write(JSON.stringify({
   token_type: tokens.token_type,
   install_id: tokens.install_id,
   me: identity,
+  invoices: {
+    pages,
+    one: invoice,
+    total,
+    etag,
+    unchanged: unchanged.response.status,
+    bad_cursor: { status: badCursor.response.status, error: cursorError?.error }
+  },
   created: { id: created.data.id, topics: created.data.topics, secret_prefix: created.data.signing_secret.slice(0, 6) },
   listed: listed.data?.subscriptions.map(s => ({ id: s._id, active: s.IsActive, topics: s.Topics })),
   rotated: rotated.data?.id,
