@@ -36,8 +36,10 @@ export function createRecordIngest (stores: Record<RecordKindName, RecordStore>)
         // One statement may touch a row once: of one record's versions in a batch, the newest (the first of equals).
         if (!kept || kept.row.updatedAt < row.updatedAt) newest.set(key, { kind, row })
       }
+      // In key order, kind by kind: two batches that share records then lock them in the same order, instead of
+      // each holding one the other needs (a deadlock); the events are written after, in their own fixed order.
       for (const kind of Object.keys(RECORD_KINDS) as RecordKindName[]) {
-        const rows = [...newest.values()].filter(n => n.kind === kind).map(n => n.row)
+        const rows = [...newest.values()].filter(n => n.kind === kind).map(n => n.row).sort(byKey)
         await stores[kind].upsert(q, rows)
       }
     }
@@ -45,6 +47,11 @@ export function createRecordIngest (stores: Record<RecordKindName, RecordStore>)
 }
 
 export type RecordIngest = ReturnType<typeof createRecordIngest>
+
+/** Code units, not locale: the order the rows are locked in only has to be the same for every transaction. */
+const compare = (a: string, b: string): number => a < b ? -1 : a > b ? 1 : 0
+const byKey = (a: RecordRow, b: RecordRow): number =>
+  compare(a.orgRefId, b.orgRefId) || compare(a.entityRefId, b.entityRefId) || compare(a.id, b.id)
 
 /** The columns of a checked record. Timestamps are all `YYYY-MM-DDTHH:MM:SS.sssZ`, so they compare as strings. */
 function toRow (kind: RecordKindName, e: Event): RecordRow {
