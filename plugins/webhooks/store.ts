@@ -164,51 +164,93 @@ const compareIds = (a: string | undefined, b: string | undefined): number =>
 type Accepted = { id: string, deliveries: number }
 
 /**
- * Stores an event and its fan-out to every matching active subscription in one statement, so in one round trip
- * and one transaction: the event, its deliveries and the wake-up notification exist together or not at all.
- * A producer id seen before stores nothing: the same event returns the first result, a different one (topic,
- * tenant or data) `'conflict'`. Inside a caller's transaction the
+ * Stores events and their fan-out to every matching active subscription in one statement, so in one round trip
+ * and one transaction: the events, their deliveries and the wake-up notification exist together or not at all.
+ * A producer id seen before (in an earlier request, or earlier in the same batch) stores nothing: the same event
+ * returns the first result, a different one (topic, tenant or data) makes the whole answer `'conflict'` (the
+ * caller rolls its transaction back). Events with a producer id are inserted in the order of their ids, those
+ * without last: two batches that share ids then wait for each other's rows in the same order, instead of each
+ * holding one the other needs (a deadlock). The results keep the order given. Inside a caller's transaction the
  * notification goes out at its commit.
  */
+export async function insertEvents (
+  q: Queryable,
+  events: Array<Static<typeof EventBody>>,
+  createdAt = new Date()
+): Promise<Accepted[] | 'conflict'> {
+  const order = events.map((_, i) => i).sort((a, b) => compareIds(events[a]!.id, events[b]!.id) || a - b)
+  const ids = events.map(() => randomToken('evt_', 16))
+  const sorted = order.map(i => ({ id: ids[i]!, e: events[i]! }))
+  const rows = await q.query<{ id: string, delivery_count: number }>(
+    `with input as (
+       select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+         with ordinality as u(id, producer_id, topic, org_ref_id, entity_ref_id, body, ord)
+     ), targets as (
+       select u.id as event_id, s.id as subscription_id
+         from input u
+         join webhook_subscriptions s
+           on s.is_active and s.org_ref_id = u.org_ref_id and s.entity_ref_id = u.entity_ref_id
+          and u.topic = any(s.topics)
+         join installs i on i.install_id = s.install_id and i.status = 'active'
+         join apps a on a.client_id = i.client_id and a.api_key_enabled
+     ), counts as (
+       select event_id, count(*)::int as n from targets group by event_id
+     ), event as (
+       insert into webhook_events (id, producer_id, topic, org_ref_id, entity_ref_id, body, delivery_count, created_at)
+       select u.id, u.producer_id, u.topic, u.org_ref_id, u.entity_ref_id, u.body, coalesce(c.n, 0), $7
+         from input u left join counts c on c.event_id = u.id
+        order by u.ord
+       on conflict (producer_id) do nothing
+       returning id, delivery_count
+     ), fanout as (
+       insert into webhook_deliveries (id, event_id, subscription_id)
+       select 'dlv_' || replace(gen_random_uuid()::text, '-', ''), t.event_id, t.subscription_id
+         from targets t join event on event.id = t.event_id
+     ), wake as (
+       select pg_notify($8, id) from event where delivery_count > 0 limit 1
+     )
+     select id, delivery_count, (select count(*) from wake) as woken from event`,
+    [
+      ...columns(sorted, s => s.id, s => s.e.id ?? null, s => s.e.topic, s => s.e.org_ref_id, s => s.e.entity_ref_id,
+        s => eventBody(s.id, s.e.topic, createdAt, s.e.org_ref_id, s.e.entity_ref_id, s.e.data)),
+      createdAt,
+      WAKEUP_CHANNEL
+    ]
+  )
+  const stored = new Map(rows.map(r => [r.id, r.delivery_count]))
+  const accepted: Accepted[] = new Array(events.length)
+  const seen: number[] = []
+  events.forEach((_, i) => {
+    const deliveries = stored.get(ids[i]!)
+    if (deliveries === undefined) seen.push(i)
+    else accepted[i] = { id: ids[i]!, deliveries }
+  })
+  if (seen.length === 0) return accepted
+  // Producer ids seen before: the same event again gets the first result, another event under it none.
+  const firsts = await q.query<{ i: number, id: string, delivery_count: number, same: boolean }>(
+    `select u.i, e.id, e.delivery_count,
+            (e.topic = u.topic and e.org_ref_id = u.org_ref_id and e.entity_ref_id = u.entity_ref_id
+             and e.body::jsonb -> 'data' = u.data::jsonb) as same
+       from unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+              as u(i, producer_id, topic, org_ref_id, entity_ref_id, data)
+       join webhook_events e on e.producer_id = u.producer_id`,
+    columns(seen, i => i, i => events[i]!.id, i => events[i]!.topic, i => events[i]!.org_ref_id,
+      i => events[i]!.entity_ref_id, i => JSON.stringify(events[i]!.data))
+  )
+  if (firsts.length !== seen.length) throw new Error('an event was neither stored nor found under its producer id')
+  if (firsts.some(f => !f.same)) return 'conflict'
+  for (const f of firsts) accepted[f.i] = { id: f.id, deliveries: f.delivery_count }
+  return accepted
+}
 
+/** One event: insertEvents of a batch of one. */
 export async function insertEvent (
   q: Queryable,
   e: Static<typeof EventBody>,
   createdAt = new Date()
 ): Promise<Accepted | 'conflict'> {
-  const id = randomToken('evt_', 16)
-  const body = eventBody(id, e.topic, createdAt, e.org_ref_id, e.entity_ref_id, e.data)
-  const [row] = await q.query<{ inserted: boolean, deliveries: number }>(
-    `with targets as (
-       select s.id from webhook_subscriptions s
-         join installs i on i.install_id = s.install_id
-         join apps a on a.client_id = i.client_id
-        where s.is_active and i.status = 'active' and a.api_key_enabled
-          and s.org_ref_id = $4 and s.entity_ref_id = $5 and $3 = any(s.topics)
-     ), event as (
-       insert into webhook_events (id, producer_id, topic, org_ref_id, entity_ref_id, body, delivery_count, created_at)
-       select $1, $2, $3, $4, $5, $6, count(*), $7 from targets
-       on conflict (producer_id) do nothing
-       returning id, delivery_count
-     ), fanout as (
-       insert into webhook_deliveries (id, event_id, subscription_id)
-       select 'dlv_' || replace(gen_random_uuid()::text, '-', ''), event.id, targets.id from event, targets
-       returning 1
-     )
-     select exists (select 1 from event) as inserted,
-            (select count(*)::int from fanout) as deliveries,
-            (select pg_notify($8, $1) from event where delivery_count > 0) is not null as notified`,
-    [id, e.id ?? null, e.topic, e.org_ref_id, e.entity_ref_id, body, createdAt, WAKEUP_CHANNEL]
-  )
-  if (row!.inserted) return { id, deliveries: row!.deliveries }
-  // The producer's id was seen before: the same event again gets the first result, another event under it none.
-  const [first] = await q.query<{ id: string, delivery_count: number, same: boolean }>(
-    `select id, delivery_count,
-            (topic = $2 and org_ref_id = $3 and entity_ref_id = $4 and body::jsonb -> 'data' = $5::jsonb) as same
-       from webhook_events where producer_id = $1`,
-    [e.id, e.topic, e.org_ref_id, e.entity_ref_id, JSON.stringify(e.data)])
-  if (!first!.same) return 'conflict'
-  return { id: first!.id, deliveries: first!.delivery_count }
+  const accepted = await insertEvents(q, [e], createdAt)
+  return accepted === 'conflict' ? accepted : accepted[0]!
 }
 
 /**
@@ -291,27 +333,19 @@ export function createWebhookStore (db: Db) {
     },
 
     /**
-     * Several events in one transaction, with `alongside` (the read side's records) first: all of them, or none
-     * when one conflicts with an event stored before.
-     * Events with a producer id are written in the order of their ids: two batches that share ids then wait for
-     * each other's rows in the same order, instead of each holding one the other needs (a deadlock). The results
-     * keep the order sent.
+     * Several events in one transaction (one statement, see insertEvents), with `alongside` (the read side's
+     * records) first: all of them, or none when one conflicts with an event stored before.
      */
     async insertEvents (
       events: Array<Static<typeof EventBody>>,
       alongside?: (q: Queryable) => Promise<void>
     ): Promise<Accepted[] | 'conflict'> {
       const conflict = new Error('event conflict: the batch is rolled back')
-      const order = events.map((_, i) => i).sort((a, b) => compareIds(events[a]!.id, events[b]!.id) || a - b)
       try {
         return await db.tx(async q => {
           await alongside?.(q)
-          const accepted: Accepted[] = new Array(events.length)
-          for (const i of order) {
-            const one = await insertEvent(q, events[i]!)
-            if (one === 'conflict') throw conflict
-            accepted[i] = one
-          }
+          const accepted = await insertEvents(q, events)
+          if (accepted === 'conflict') throw conflict
           return accepted
         })
       } catch (err) {
