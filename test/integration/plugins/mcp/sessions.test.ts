@@ -3,9 +3,11 @@ import t, { type Test } from 'tap'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { AppInstance } from '../../../../app.js'
+import { EMITTED_TOPICS, PLANNED_TOPICS } from '../../../../lib/topics.js'
 import { ManualClock } from '../../../support/clock.js'
 import { bearer, build, install, ISSUER, type Installed } from '../../../support/helper.js'
-import { hooksUrl } from '../../../support/webhooks.js'
+import { bill, customer, invoice } from '../../../support/records.js'
+import { hooksUrl, publish } from '../../../support/webhooks.js'
 
 async function serve (t: Test, env: Record<string, string>, clock?: ManualClock): Promise<AppInstance> {
   const app = await build(t, env, { clock })
@@ -16,7 +18,7 @@ const baseOf = (app: AppInstance): string => `http://127.0.0.1:${(app.server.add
 
 // One app for the file, over real HTTP (the SDK client needs it), with anonymous sessions on: most tests here also
 // try what a tokenless client gets. Its clock never moves: no session or token expires while the file runs. Every test
-// but the rate limits' comes from 127.0.0.1: together about 85 POSTs to /mcp, under the 120 a minute of one address.
+// but the rate limits' comes from 127.0.0.1: together about 90 POSTs to /mcp, under the 120 a minute of one address.
 const clock = new ManualClock(Date.now())
 const app = await serve(t, { MCP_ALLOW_ANONYMOUS: 'true' }, clock)
 const base = baseOf(app)
@@ -81,6 +83,8 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
   t.same(tools.map(tool => tool.name).sort(), [
     'create_webhook_subscription',
     'delete_webhook_subscription',
+    'get_bill',
+    'get_customer',
     'get_invoice',
     'list_bills',
     'list_customers',
@@ -199,6 +203,14 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
   for (const client of Object.values(clients)) await client.listTools()
   const errorOf = (r: Record<string, unknown>) => JSON.parse((r.content as Array<{ text: string }>)[0]!.text)
 
+  // One record of each kind in the good install's tenant, for the read tools to find.
+  const inv = invoice({ id: 'inv_7' })
+  const bil = bill({ id: 'bill_7' })
+  const cus = customer({ id: 'cus_7' })
+  await publish(app, good, inv, 'invoice.created')
+  await publish(app, good, bil, 'bill.created')
+  await publish(app, good, cus, 'customer.created')
+
   const created = await clients.good.callTool({
     name: 'create_webhook_subscription',
     arguments: { topics: ['invoice.paid'], target_url: 'https://hooks.example.com/mcp' }
@@ -222,7 +234,6 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
     'a webhook created through MCP shows up in the REST listing'
   )
 
-  const T = '/public/v1/orgs/{orgId}/entities/{entityId}'
   const calls: Record<
     string,
     { args: Record<string, unknown>, scope?: string, public?: boolean, good: (r: Record<string, unknown>) => void }
@@ -231,7 +242,9 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
     list_webhook_topics: {
       args: {},
       public: true,
-      good: r => t.match(r, { topics: [{ name: 'invoice.paid', status: 'emitted' }] })
+      good: r => t.same((r.topics as Array<{ name: string, status: string }>).map(x => `${x.name}:${x.status}`), [
+        ...EMITTED_TOPICS.map(name => `${name}:emitted`), ...PLANNED_TOPICS.map(name => `${name}:planned`)
+      ])
     },
     list_webhook_subscriptions: { args: {}, good: r => t.match(r, { subscriptions: [{ _id: subId }] }) },
     create_webhook_subscription: {
@@ -251,18 +264,14 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
       public: true,
       good: r => t.equal(r.valid, true)
     },
-    list_invoices: {
-      args: {},
-      scope: 'invoices:read',
-      good: r => t.same(r, { error: 'not_implemented', message: `GET ${T}/invoices is not implemented yet.` })
+    list_invoices: { args: {}, scope: 'invoices:read', good: r => t.same(r, { invoices: [inv], next_cursor: null }) },
+    get_invoice: { args: { invoice_id: 'inv_7' }, scope: 'invoices:read', good: r => t.same(r, inv) },
+    list_bills: { args: {}, scope: 'bills:read', good: r => t.same(r, { bills: [bil], next_cursor: null }) },
+    get_bill: { args: { bill_id: 'bill_7' }, scope: 'bills:read', good: r => t.same(r, bil) },
+    list_customers: {
+      args: {}, scope: 'customers:read', good: r => t.same(r, { customers: [cus], next_cursor: null })
     },
-    get_invoice: {
-      args: { invoice_id: 'inv_1' },
-      scope: 'invoices:read',
-      good: r => t.same(r, { error: 'not_implemented', message: `GET ${T}/invoices/{id} is not implemented yet.` })
-    },
-    list_bills: { args: {}, scope: 'bills:read', good: r => t.equal(r.error, 'not_implemented') },
-    list_customers: { args: {}, scope: 'customers:read', good: r => t.equal(r.error, 'not_implemented') }
+    get_customer: { args: { customer_id: 'cus_7' }, scope: 'customers:read', good: r => t.same(r, cus) }
   }
   for (const [name, c] of Object.entries(calls)) {
     const anonymous = await clients.none.callTool({ name, arguments: c.args })
@@ -292,9 +301,13 @@ t.test('every tool without a token, with a token lacking the scope, and with a g
       t.notOk(partial.isError, `${name} needs no scope`)
     }
     const full = await clients.good.callTool({ name, arguments: c.args })
-    t.equal(full.isError === true, Boolean(c.scope), `${name} with a good token`)
-    c.good((full.isError ? errorOf(full) : full.structuredContent) as Record<string, unknown>)
+    t.notOk(full.isError, `${name} with a good token`)
+    c.good(full.structuredContent as Record<string, unknown>)
   }
+  const missing = await clients.good.callTool({ name: 'get_invoice', arguments: { invoice_id: 'inv_1' } })
+  t.equal(missing.isError, true, 'an id the tenant does not have is a tool error')
+  t.notOk(missing.structuredContent)
+  t.same(errorOf(missing), { error: 'not_found', message: 'Invoice not found.' })
   const other = await clients.limited.callTool({
     name: 'delete_webhook_subscription',
     arguments: { subscription_id: subId }
