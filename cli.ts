@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Command, CommanderError, InvalidArgumentError } from 'commander'
+import { CommandError, MAX_BATCH } from './lib/events-client.js'
 import { VERSION } from './lib/root.js'
 import { StartupError } from './plugins/config.js'
 
@@ -40,10 +41,9 @@ async function openapi (options: { out?: string }): Promise<void> {
   }
 }
 
-const SAMPLE_DATA: Record<string, object> = {
-  'invoice.paid': { invoice_id: 'inv_sample', amount: '125.00', currency: 'EUR', paid_at: '2026-01-01T12:00:00Z' },
-  'bill.created': { bill_id: 'bill_sample', amount: '80.00', currency: 'EUR', supplier: 'Sample Supplies Ltd' }
-}
+/** Where the running service listens: --url, or HOST and PORT of the configuration. */
+const serviceBase = (config: { host: string, port: number }, url?: string): string =>
+  url ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`
 
 /** `events trigger`: what `stripe trigger` is to Stripe, a sample event through the real ingestion route. */
 async function triggerEvent (
@@ -51,8 +51,11 @@ async function triggerEvent (
   options: { org: string, entity: string, url?: string, data?: object }
 ): Promise<void> {
   const config = await loadConfigOrExit()
-  const base = options.url ?? `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${config.port}`
-  const data = options.data ?? SAMPLE_DATA[topic] ?? { sample: true }
+  const base = serviceBase(config, options.url)
+  // A record topic's sample is the schema's example record in the topic's state, changed now (lib/sandbox.ts).
+  const { sampleRecord } = await import('./lib/sandbox.js')
+  const { RECORD_SAMPLES } = await import('./schemas/records.js')
+  const data = options.data ?? sampleRecord(topic, RECORD_SAMPLES, new Date().toISOString()) ?? { sample: true }
   const res = await fetch(`${base}/events`, {
     method: 'POST',
     headers: { authorization: `Bearer ${config.eventsToken}`, 'content-type': 'application/json' },
@@ -60,6 +63,55 @@ async function triggerEvent (
   })
   process.stdout.write(`${res.status} ${await res.text()}\n`)
   if (!res.ok) process.exitCode = 1
+}
+
+interface SeedCommandOptions {
+  org: string
+  entity: string
+  customers: number
+  invoices: number
+  bills: number
+  asOf?: string
+  seed?: string
+  url?: string
+}
+
+/** `sandbox seed`: realistic, deterministic records through the running service's POST /events. */
+async function sandboxSeed (options: SeedCommandOptions, command: Command): Promise<void> {
+  if (options.customers === 0 && options.invoices > 0) {
+    command.error('error: invoices need customers: --customers must be at least 1 when --invoices is not 0',
+      { exitCode: 2, code: 'sandbox.customers' })
+  }
+  const config = await loadConfigOrExit()
+  const { seedSandbox } = await import('./lib/sandbox-seed.js')
+  await seedSandbox({
+    org: options.org,
+    entity: options.entity,
+    customers: options.customers,
+    invoices: options.invoices,
+    bills: options.bills,
+    asOf: options.asOf ?? new Date().toISOString().slice(0, 10),
+    ...(options.seed === undefined ? {} : { seed: options.seed }),
+    base: serviceBase(config, options.url),
+    token: config.eventsToken
+  })
+}
+
+/** `events import`: a backfill from NDJSON, batched and resumable (lib/event-import.ts). */
+async function importCommand (
+  file: string,
+  options: { batch: number, positionFile?: string, restart?: boolean, url?: string }
+): Promise<void> {
+  const config = await loadConfigOrExit()
+  const { importEvents } = await import('./lib/event-import.js')
+  await importEvents({
+    file,
+    base: serviceBase(config, options.url),
+    token: config.eventsToken,
+    batch: options.batch,
+    positionFile: options.positionFile ?? `${file}.position`,
+    restart: options.restart === true
+  })
 }
 
 /** The operator's key switch: the same service call as the owner's route, for apps that have no owner. */
@@ -109,6 +161,25 @@ async function worker (): Promise<void> {
 const positiveInteger = (value: string): number => {
   if (!/^[1-9]\d*$/.test(value)) throw new InvalidArgumentError('Not a positive whole number of seconds.')
   return Number(value)
+}
+const wholeNumber = (max: number) => (value: string): number => {
+  if (!/^(0|[1-9]\d*)$/.test(value) || Number(value) > max) {
+    throw new InvalidArgumentError(`Not a whole number from 0 to ${max}.`)
+  }
+  return Number(value)
+}
+const batchSize = (value: string): number => {
+  if (!/^[1-9]\d*$/.test(value) || Number(value) > MAX_BATCH) {
+    throw new InvalidArgumentError(`Not a whole number from 1 to ${MAX_BATCH}.`)
+  }
+  return Number(value)
+}
+const day = (value: string): string => {
+  const d = new Date(`${value}T00:00:00.000Z`)
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(d.getTime()) || !d.toISOString().startsWith(value)) {
+    throw new InvalidArgumentError('Not a date YYYY-MM-DD.')
+  }
+  return value
 }
 const entityList = (value: string, previous: string[] = []): string[] => {
   const entities = value.split(',').filter(Boolean)
@@ -166,17 +237,56 @@ program.command('user-token')
   .option('--ttl <seconds>', 'lifetime of the token', positiveInteger, 43_200)
   .action(userToken)
 
-program.command('events')
+const events = program.command('events')
   .description('events of the accounting system')
-  .command('trigger')
+events.command('trigger')
   .description('publish a sample event to the running service with EVENTS_TOKEN (in development the generated ' +
     'one), so that your subscriptions receive it')
   .argument('<topic>', 'the event topic, e.g. invoice.paid')
   .requiredOption('--org <org_ref_id>', 'the tenant\'s organisation')
   .requiredOption('--entity <entity_ref_id>', 'the tenant\'s entity')
   .option('--url <base_url>', 'where the service listens (default: http://HOST:PORT)')
-  .option('--data <json>', 'the event\'s data, a JSON object (default: a sample of the topic)', jsonObject)
+  .option('--data <json>', 'the event\'s data, a JSON object (default: for a record topic, the example record ' +
+    'in the topic\'s state, updated now)', jsonObject)
   .action(triggerEvent)
+events.command('import')
+  .description('send the events of an NDJSON file (one event a line, as POST /events takes it) to the running ' +
+    'service in batches, with a progress bar and a position to continue from')
+  .argument('<file>', 'the NDJSON file; blank lines are skipped')
+  .option('--batch <n>', `events a request, 1 to ${MAX_BATCH}`, batchSize, MAX_BATCH)
+  .option('--position-file <file>', 'where the position is kept (default: <file>.position)')
+  .option('--restart', 'ignore the position: send the file from its first line')
+  .option('--url <base_url>', 'where the service listens (default: http://HOST:PORT)')
+  .addHelpText('after', `
+After each batch the service accepted, the position (line and byte offset) is
+written to the position file, and the next run continues after it. The first
+batch the service refuses stops the import: each problem is named with its line
+(events.ndjson:7: /data/total must equal subtotal + tax_total), nothing of that
+batch is stored, and the position stays after the last batch that went in. Fix
+the line and run the same command again. A line that is not JSON stops the
+import before its batch is sent. Give every event an id (the producer's
+idempotency key): a batch sent again after an interruption then changes nothing.`)
+  .action(importCommand)
+
+program.command('sandbox')
+  .description('a tenant full of sample records, for trying the API')
+  .command('seed')
+  .description('send realistic, deterministic customers, invoices and bills (every status, a year of dates, ' +
+    'some overdue, some paid late, several currencies) to the running service through POST /events, so that ' +
+    'the read routes serve them and subscriptions receive them')
+  .requiredOption('--org <org_ref_id>', 'the tenant\'s organisation')
+  .requiredOption('--entity <entity_ref_id>', 'the tenant\'s entity')
+  .option('--customers <n>', 'customers', wholeNumber(100_000), 50)
+  .option('--invoices <n>', 'invoices', wholeNumber(1_000_000), 300)
+  .option('--bills <n>', 'bills', wholeNumber(1_000_000), 150)
+  .option('--as-of <date>', 'the records\' today, YYYY-MM-DD: documents are dated over the year before it ' +
+    '(default: today, UTC)', day)
+  .option('--seed <text>', 'another set of records of the same sizes (default: <org>/<entity>)')
+  .option('--url <base_url>', 'where the service listens (default: http://HOST:PORT)')
+  .addHelpText('after', `
+The same options give the same records, byte for byte, and every event an id
+derived from its content: running the command again changes nothing.`)
+  .action(sandboxSeed)
 
 const clientKey = program.command('client-key')
   .description('the operator\'s switch for any app\'s API key, including clients that registered themselves ' +
@@ -196,6 +306,7 @@ program.parseAsync(args.length === 0 ? ['serve'] : args, { from: 'user' }).catch
     // commander has printed the help, the version or the error already; a usage error exits 2, as shells expect.
     process.exit(err.exitCode === 0 ? 0 : 2)
   }
-  process.stderr.write(err instanceof StartupError ? `${(err as Error).message}\n` : `${(err as Error).stack ?? err}\n`)
+  const plain = err instanceof StartupError || err instanceof CommandError
+  process.stderr.write(plain ? `${(err as Error).message}\n` : `${(err as Error).stack ?? err}\n`)
   process.exit(1)
 })

@@ -36,7 +36,8 @@ function runCli (args: string[], env: Record<string, string | undefined> = {}): 
 /** Every command a person can type, as its words. */
 const COMMANDS = [
   ['serve'], ['worker'], ['migrate'], ['openapi'], ['user-token'],
-  ['events'], ['events', 'trigger'], ['client-key'], ['client-key', 'disable'], ['client-key', 'enable']
+  ['events'], ['events', 'trigger'], ['events', 'import'], ['sandbox'], ['sandbox', 'seed'],
+  ['client-key'], ['client-key', 'disable'], ['client-key', 'enable']
 ]
 
 const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
@@ -95,6 +96,7 @@ t.test('the top-level help lists every command; --version prints the package ver
 t.test('usage errors name what is wrong, exit 2 and do nothing', async t => {
   const state = await untouched(t)
   const trigger = ['events', 'trigger', 'invoice.paid', '--org', 'o', '--entity', 'e']
+  const seed = ['sandbox', 'seed', '--org', 'o', '--entity', 'e']
   const cases: Array<[string[], RegExp]> = [
     [['nope'], /^error: unknown command 'nope'/],
     [['--nope'], /^error: unknown option '--nope'/],
@@ -106,6 +108,15 @@ t.test('usage errors name what is wrong, exit 2 and do nothing', async t => {
     [[...trigger, '--data', '[1'], /'--data <json>' argument '\[1' is invalid. Not JSON/],
     [[...trigger, '--data', '[1]'], /'--data <json>' argument '\[1\]' is invalid. Not a JSON object/],
     [['events', 'trigger', '--org', 'o', '--entity', 'e'], /^error: missing required argument 'topic'/],
+    [['events', 'import'], /^error: missing required argument 'file'/],
+    [['events', 'import', 'e.ndjson', '--batch', '101'], /'--batch <n>' argument '101' is invalid. Not a whole number/],
+    [['events', 'import', 'e.ndjson', '--batch', '0'], /'--batch <n>' argument '0' is invalid/],
+    [['sandbox', 'seed', '--org', 'o'], /^error: required option '--entity <entity_ref_id>' not specified/],
+    [[...seed, '--invoices', '1.5'], /'--invoices <n>' argument '1.5' is invalid. Not a whole number from 0 to/],
+    [[...seed, '--customers', 'lots'], /'--customers <n>' argument 'lots' is invalid/],
+    [[...seed, '--as-of', '2026-02-30'], /'--as-of <date>' argument '2026-02-30' is invalid. Not a date YYYY-MM-DD/],
+    [[...seed, '--customers', '0'], /^error: invoices need customers: --customers must be at least 1/],
+    [['sandbox', 'plant'], /^error: unknown command 'plant'/],
     [['client-key', 'disable'], /^error: missing required argument 'client_id'/],
     [['client-key', 'pause', 'app_x'], /^error: unknown command 'pause'/]
   ]
