@@ -1,14 +1,14 @@
 // Fuzz test: thousands of requests generated with fast-check from the OpenAPI document and from the
 // routes it leaves out, with good and bad credentials, edge path parameters, wrong query types, mutated,
 // oversized, non-JSON and non-UTF-8 bodies and odd headers; a smaller set over raw TCP for what `inject` cannot
-// send. Every answer must be below 500 (but the deliberate 501 `not_implemented`) and every error body must come
-// from the catalog (plugins/errors.ts). The seed is fixed; FUZZ_SEED=random (or a number) picks another, and
-// FUZZ_SCALE=<n> multiplies the number of runs. FUZZ_ALL=1 reports every distinct problem instead of stopping at
-// the first one (without shrinking). See docs/tooling.md#fuzzing.
+// send. Every answer must be below 500 and every error body must come from the catalog (plugins/errors.ts). The
+// seed is fixed; FUZZ_SEED=random (or a number) picks another, and FUZZ_SCALE=<n> multiplies the number of runs.
+// FUZZ_ALL=1 reports every distinct problem instead of stopping at the first one (without shrinking). See
+// docs/tooling.md#fuzzing.
 import { randomInt } from 'node:crypto'
 import t, { type Test } from 'tap'
 import fc from 'fast-check'
-import { EMITTED_TOPICS, PLANNED_TOPICS } from '../../lib/topics.js'
+import { EMITTED_TOPICS, PLANNED_TOPICS, recordKindOf } from '../../lib/topics.js'
 import { KNOWN_SCOPES } from '../../lib/scopes.js'
 import { NewAppBody } from '../../schemas/apps.js'
 import { EventBody } from '../../schemas/events.js'
@@ -16,6 +16,7 @@ import type { AppInstance } from '../../app.js'
 import { bearer, build, install, pkcePair, REDIRECT_URI, SIGNING_KEY, unique } from '../support/helper.js'
 import { decode, forge, hs256With, OTHER_KEY, PUBLIC_KEY_PEM, rs256With } from '../support/jwt-forge.js'
 import { answerProblem, type Answer } from '../support/fuzz/oracle.js'
+import { bill, customer, invoice } from '../support/records.js'
 import { rawRequest } from '../support/fuzz/raw-http.js'
 import {
   authorization, body, type Body, type FuzzRequest, mcpHeaders, oddHeaders, type Operation, queryString,
@@ -59,7 +60,8 @@ const GOOD_PARAMS: Record<string, fc.Arbitrary<string>> = {
   subscriptionId: fc.constantFrom('«sub»', '«sub»', 'whs_nope'),
   // DELETE …/webhooks/:subscriptionId deletes «sub_doomed» (made again after), never «sub»: see requestsFor.
   deliveryId: fc.constantFrom('«delivery»', '«delivery»', 'dlv_nope'),
-  id: fc.constantFrom('inv_1', 'inv_2'),
+  // The fixtures keep inv_1, bill_1 and cus_1 in the main tenant; the others are not there.
+  id: fc.constantFrom('inv_1', 'inv_2', 'bill_1', 'cus_1'),
   clientId: fc.constantFrom('«client_id»', '«client_id»', '«client_id_main»'),
   installId: fc.constantFrom('«install_spare»', '«install_decoy»', '«install_main»'),
   '*': fc.constantFrom('static/index.html', 'static/swagger-ui.css', 'static/nope.js', 'json', 'yaml', '',
@@ -68,6 +70,12 @@ const GOOD_PARAMS: Record<string, fc.Arbitrary<string>> = {
 }
 
 const ALL_TOPICS = [...EMITTED_TOPICS, ...PLANNED_TOPICS]
+/** A valid record of each kind, as a record topic's `data`. */
+const RECORDS: Record<string, Record<string, unknown>> = {
+  invoice: invoice({ id: 'inv_1' }),
+  bill: bill({ id: 'bill_1' }),
+  customer: customer({ id: 'cus_1' })
+}
 const ALL_SCOPES = Object.keys(KNOWN_SCOPES)
 
 /** Good values of body fields and tool arguments, by name: what gets requests past validation. */
@@ -80,7 +88,7 @@ const HINTS: Hints = {
   topic: fc.constantFrom(...ALL_TOPICS, 'nope.topic'),
   org_ref_id: fc.constant('«org»'),
   entity_ref_id: fc.constant('«entity»'),
-  data: fc.constantFrom({ amount: 1 }, {}, { invoice_id: 'inv_1', amount: 12.5 }),
+  data: fc.constantFrom(...Object.values(RECORDS), { amount: 1 }, {}, { ...RECORDS.invoice, total: '1.00' }),
   id: fc.constantFrom('evt_fuzz_1', 'evt_fuzz_2', 'evt_fuzz_3'),
   redirect_uris: fc.constantFrom([REDIRECT_URI], ['http://app.example.com/cb'], ['https://a.example/cb#f'],
     ['https://u:p@a.example/cb'], ['/relative']),
@@ -101,7 +109,9 @@ const HINTS: Hints = {
   code_challenge_method: fc.constantFrom('S256', 'S256', 'plain'),
   decision: fc.constantFrom('allow', 'deny'),
   subscription_id: fc.constantFrom('«sub»', 'whs_nope'),
-  invoice_id: fc.constantFrom('inv_1'),
+  invoice_id: fc.constantFrom('inv_1', 'inv_2'),
+  bill_id: fc.constantFrom('bill_1', 'bill_2'),
+  customer_id: fc.constantFrom('cus_1', 'cus_2'),
   signing_secret: fc.constant("It's a Secret to Everybody"),
   body: fc.constant('Hello, World!'),
   signature: fc.constant('757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17'),
@@ -182,13 +192,19 @@ const GOOD: Record<string, Pick<Operation, 'good' | 'goodQuery'>> = {
     })
   },
   'POST /events': {
-    good: fc.record({
-      id: fc.constantFrom('evt_fuzz_1', 'evt_fuzz_2', 'evt_fuzz_3'),
-      topic: fc.constantFrom(...ALL_TOPICS),
-      org_ref_id: fc.constant('«org»'),
-      entity_ref_id: fc.constant('«entity»'),
-      data: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 })
-    }, { requiredKeys: ['topic', 'org_ref_id', 'entity_ref_id', 'data'] })
+    // A record topic carries a record of its kind; the planned ones anything.
+    good: fc.constantFrom(...ALL_TOPICS).chain(topic => {
+      const kind = recordKindOf(topic)
+      return fc.record({
+        id: fc.constantFrom('evt_fuzz_1', 'evt_fuzz_2', 'evt_fuzz_3'),
+        topic: fc.constant(topic),
+        org_ref_id: fc.constant('«org»'),
+        entity_ref_id: fc.constant('«entity»'),
+        data: kind
+          ? fc.constant(RECORDS[kind]!)
+          : fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 })
+      }, { requiredKeys: ['topic', 'org_ref_id', 'entity_ref_id', 'data'] })
+    })
   }
 }
 
@@ -510,13 +526,19 @@ async function fixtures (app: AppInstance) {
   }
   const vals: Record<string, string> = {}
   const sub = await subscribe()
-  ok('event', await app.inject({
+  // One record of each kind in the main tenant; the invoice's event is also a delivery to the subscription.
+  const event = (topic: string, data: object) => ({
+    topic, org_ref_id: main.orgRefId, entity_ref_id: main.entityRefId, data
+  })
+  ok('events', await app.inject({
     method: 'POST',
     url: '/events',
     headers: { ...bearer(app.config.eventsToken), 'content-type': 'application/json' },
-    payload: JSON.stringify({
-      topic: 'invoice.paid', org_ref_id: main.orgRefId, entity_ref_id: main.entityRefId, data: {}
-    })
+    payload: JSON.stringify([
+      event('invoice.paid', RECORDS.invoice!),
+      event('bill.created', RECORDS.bill!),
+      event('customer.created', RECORDS.customer!)
+    ])
   }), 202)
   const [delivery] = await app.db.query<{ id: string }>(
     'select id from webhook_deliveries where subscription_id = $1', [sub]

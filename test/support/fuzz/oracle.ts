@@ -142,11 +142,7 @@ export function answerProblem (ctx: Context, answer: Answer): string | undefined
       }
     }
   }
-  if (status >= 500) {
-    // The accounting read routes answer 501 on purpose (docs/rules.md#public-routes), the catalog's only 5xx by design.
-    const deliberate = status === 501 && (head || (isObject(body) && body.error === 'not_implemented'))
-    if (!deliberate) return `status ${status}: ${answer.body.slice(0, 300)}`
-  }
+  if (status >= 500) return `status ${status}: ${answer.body.slice(0, 300)}`
   if (head) return undefined
   if (status >= 400) {
     if (isObject(body) && 'jsonrpc' in body) {
