@@ -79,7 +79,7 @@ export class Progress {
     if (this.tty) {
       if (at - this.shown < 100 && done < this.opts.total) return
       const text = this.line()
-      const width = Math.max(10, Math.min(40, (this.stream.columns ?? 80) - text.length - 4))
+      const width = Math.max(10, Math.min(40, (this.stream.columns || 80) - text.length - 4))
       const filled = this.opts.total > 0 ? Math.round(width * Math.min(1, done / this.opts.total)) : width
       this.stream.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${text}\x1b[K`)
       this.drawn = true
