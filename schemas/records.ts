@@ -44,8 +44,12 @@ const Party = (title: string, what: string) => Type.Object({
 const DOCUMENT_STATUSES = ['draft', 'authorised', 'paid', 'voided'] as const
 const BILL_STATUSES = ['draft', 'authorised', 'paid'] as const
 
-const statusOf = <S extends readonly string[]>(statuses: S) =>
-  Type.Union(statuses.map(s => Type.Literal(s)), { description: statuses.join(', ') + '.' })
+/**
+ * A record's status as a JSON Schema `enum`: a wrong one is one error, not one per status. (Records are checked by
+ * ajv, plugins/records/validate.ts.)
+ */
+const statusOf = <S extends readonly string[]>(statuses: S, options: { description: string }) =>
+  Type.Unsafe<S[number]>({ type: 'string', enum: [...statuses], ...options })
 
 /** An invoice (customer) or a bill (supplier): the same document, the party named after its role. */
 function document<P extends 'customer' | 'supplier', S extends readonly string[]> (
@@ -54,7 +58,7 @@ function document<P extends 'customer' | 'supplier', S extends readonly string[]
   return Type.Object({
     id: RecordId(title.toLowerCase()),
     number: Type.String({ minLength: 1, maxLength: 100, description: 'The number printed on the document.' }),
-    status: statusOf(statuses),
+    status: statusOf(statuses, { description: statuses.join(', ') + '.' }),
     [party]: Party(party === 'customer' ? 'InvoiceCustomer' : 'BillSupplier', party),
     currency: Currency,
     issue_date: DateOnly('Date of issue, YYYY-MM-DD.'),
@@ -155,7 +159,7 @@ export const Customer = Type.Object({
   tax_number: Nullable(Text('VAT, GST or other tax registration number.', 60)),
   address: Address,
   currency: Currency,
-  status: statusOf(['active', 'archived'] as const),
+  status: statusOf(['active', 'archived'] as const, { description: 'active, archived.' }),
   created_at: RecordTimestamp('Created in the accounting system.'),
   updated_at: RecordTimestamp('Last changed in the accounting system: the order of lists and of updated_since.')
 }, { title: 'Customer', additionalProperties: false, examples: [CUSTOMER_EXAMPLE] })
@@ -183,6 +187,7 @@ export function listQuery (opts: { statuses: readonly string[], party?: 'custome
       description: 'Only records with updated_at at or after this instant (ISO 8601).',
       examples: ['2026-11-01T00:00:00.000Z']
     })),
+    // A union of literals, which the MCP tools' argument check (TypeBox's compiler) knows, where it knows no enum.
     status: Type.Optional(Type.Union(opts.statuses.map(s => Type.Literal(s)), {
       description: 'Only this status.', examples: [opts.statuses[0]]
     })),
