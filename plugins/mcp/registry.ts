@@ -107,7 +107,7 @@ const toolError = (e: ApiError): ToolResult => ({
 
 /**
  * The one list of tools and resources. Plugins add to it while the app is being built; the protocol side reads it.
- * A call runs the argument check, then the token and scope checks the REST routes run, then the handler.
+ * A call runs the token and scope checks the REST routes run, then the argument check, then the handler.
  */
 export function createRegistry () {
   const tools: Tool[] = []
@@ -145,6 +145,12 @@ export function createRegistry () {
       const entry = byName.get(name)
       if (!entry) return undefined
       const { tool, check } = entry
+      // The REST pipeline's order: the token and the scopes first, then the arguments (as a body is checked after).
+      if (!tool.public && !principal) return toolError(errors.missingToolToken(name))
+      if (principal && tool.requiredScopes.length > 0) {
+        const missing = tool.requiredScopes.filter(s => !principal.scopes.includes(s))
+        if (missing.length > 0) return toolError(errors.insufficientScope(tool.requiredScopes, missing))
+      }
       const input = args ?? {}
       if (!check.Check(input)) {
         const details = [...check.Errors(input)].map(e => ({
@@ -153,11 +159,6 @@ export function createRegistry () {
           message: e.message
         }))
         return toolError(errors.validation(details, `Invalid arguments for ${name}.`))
-      }
-      if (!tool.public && !principal) return toolError(errors.missingToolToken(name))
-      if (principal && tool.requiredScopes.length > 0) {
-        const missing = tool.requiredScopes.filter(s => !principal.scopes.includes(s))
-        if (missing.length > 0) return toolError(errors.insufficientScope(tool.requiredScopes, missing))
       }
       try {
         const result = (await tool.handler(input, principal)) as Record<string, unknown>

@@ -40,12 +40,12 @@ registry.addTool(definition('open', { public: true }), async ({ n }) => ({ doubl
 registry.addTool(definition('scoped', { requiredScopes: ['invoices:read', 'bills:read'] }),
   async () => ({ doubled: 0 }))
 
-t.test('a call: arguments checked, then the token, then the scopes, then the handler', async t => {
+t.test('a call: the token, then the scopes, then the arguments (the REST order), then the handler', async t => {
   t.same(await registry.dispatch('double', { n: 2 }, principal),
     { content: [{ type: 'text', text: '{"doubled":4}' }], structuredContent: { doubled: 4 } })
   t.equal(await registry.dispatch('nope', {}, principal), undefined, 'no such tool: undefined, for the caller')
 
-  const invalid = await registry.dispatch('double', { n: 0, x: 1 }, null)
+  const invalid = await registry.dispatch('double', { n: 0, x: 1 }, principal)
   t.equal(invalid!.isError, true)
   t.notOk('structuredContent' in invalid!, 'a tool error carries its body as text only')
   t.match(text(invalid), { error: 'validation_error', message: 'Invalid arguments for double.' })
@@ -58,6 +58,11 @@ t.test('a call: arguments checked, then the token, then the scopes, then the han
 
   t.same(text(await registry.dispatch('double', { n: 1 }, null)), errors.missingToolToken('double').body(),
     'a tenant tool without a token')
+  t.same(text(await registry.dispatch('double', { n: 0, x: 1 }, null)), errors.missingToolToken('double').body(),
+    'without a token, bad arguments are not looked at')
+  t.same(text(await registry.dispatch('scoped', { x: 1 }, principal)),
+    errors.insufficientScope(['invoices:read', 'bills:read'], ['bills:read']).body(),
+    'without the scopes, bad arguments are not looked at (as a route answers 403 before validating its query)')
   t.same(text(await registry.dispatch('open', { n: 3 }, null)), { doubled: 3 }, 'a public tool without one')
   t.same(text(await registry.dispatch('scoped', { n: 1 }, principal)),
     errors.insufficientScope(['invoices:read', 'bills:read'], ['bills:read']).body())
