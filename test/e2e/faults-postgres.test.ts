@@ -10,6 +10,7 @@ import t, { type Test } from 'tap'
 import { PG_TIMEOUTS } from '../../plugins/db/postgres.js'
 import { bearer, eventually } from '../support/helper.js'
 import { startReceiver } from '../support/receiver.js'
+import { invoice, nth } from '../support/records.js'
 import {
   missingPeers, SECRETS, startCluster, startLoad, startService, subscribedInstall, summary, type Outcome,
   type RequestMaker
@@ -59,7 +60,7 @@ async function main (t: Test): Promise<void> {
           topic: 'invoice.paid',
           org_ref_id: i.orgRefId,
           entity_ref_id: i.entityRefId,
-          data: { n }
+          data: invoice(nth('inv', n))
         })
       }
     }

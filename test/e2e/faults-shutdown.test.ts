@@ -10,6 +10,7 @@ import t, { type Test } from 'tap'
 import { Pool } from 'undici'
 import { bearer, eventually } from '../support/helper.js'
 import { startReceiver } from '../support/receiver.js'
+import { bill, invoice } from '../support/records.js'
 import {
   missingPeers, SECRETS, startCluster, startLoad, startRedis, startService, subscribedInstall, summary, type Outcome,
   type RequestMaker
@@ -90,7 +91,9 @@ async function main (t: Test): Promise<void> {
     const published = await fetch(`${service.base}/events`, {
       method: 'POST',
       headers: { authorization: `Bearer ${SECRETS.EVENTS_TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} })
+      body: JSON.stringify({
+        topic: 'invoice.paid', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: invoice()
+      })
     })
     t.equal(published.status, 202)
     const eventId = ((await published.json()) as { id: string }).id
@@ -107,7 +110,7 @@ async function main (t: Test): Promise<void> {
     // keeps the probe's idle connections open until it is answered. A topic nobody subscribed to: no delivery.
     const held = await heldRequest(service.base, '/events', {
       authorization: `Bearer ${SECRETS.EVENTS_TOKEN}`, 'content-type': 'application/json'
-    }, JSON.stringify({ topic: 'bill.created', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: {} }))
+    }, JSON.stringify({ topic: 'bill.created', org_ref_id: i.orgRefId, entity_ref_id: i.entityRefId, data: bill() }))
     t.teardown(() => held.socket.destroy())
     // Answered after the held request's head was written, so the service has taken it in by now.
     const warm = await Promise.all(Array.from({ length: 4 }, async () => {

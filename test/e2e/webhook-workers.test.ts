@@ -4,6 +4,7 @@ import { buildWorker } from '../../app.js'
 import { build, eventually, install, needsPostgres, postgresDatabase, testConfig } from '../support/helper.js'
 import { cli } from '../support/processes.js'
 import { startReceiver } from '../support/receiver.js'
+import { invoice, nth } from '../support/records.js'
 import { publish as publishEvent, subscribe } from '../support/webhooks.js'
 
 // Workers share a queue through Postgres: the embedded database belongs to one process.
@@ -26,7 +27,7 @@ async function setup (t: Test, respond?: Parameters<typeof startReceiver>[1]) {
     const ids: string[] = []
     for (let k = 0; k < n; k += 50) {
       const batch = await Promise.all(
-        Array.from({ length: Math.min(50, n - k) }, (_, j) => publishEvent(api, i, { n: k + j }))
+        Array.from({ length: Math.min(50, n - k) }, (_, j) => publishEvent(api, i, invoice(nth('inv', k + j))))
       )
       ids.push(...batch.map(r => r.id))
     }
