@@ -1,20 +1,22 @@
 // The documentation's examples, run as a reader pastes them: every fenced block of README.md and docs/ is either run
 // here, as written, against a service started as the reader starts it (`npm start`, its own process), or says why
-// not. What the test changes in a block is listed where it does it: the port (BASE), the database URL a reader fills
-// in. A block added to the docs without a runner fails the first test. The walkthrough's PKCE steps run for every
+// not. What the test changes in a block is listed where it does it: the port (BASE, and PORT for the commands that
+// call the running service), the database URL a reader fills in. A block added to the docs without a runner fails
+// the first test. The walkthrough's PKCE steps run for every
 // first character of a verifier in test/e2e/docs-pkce.test.ts.
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { ROOT } from '../../lib/root.js'
+import { RECORD_SAMPLES } from '../../schemas/records.js'
 import {
   atBase, background, bash, block, BLOCKS, database, keyOf, service, steps, walkthrough, workDir
 } from '../support/docs.js'
 import { eventually, needsPostgres } from '../support/helper.js'
 import { startReceiver } from '../support/receiver.js'
 
-// Three services started with `npm start`, each walked through the README's steps: past tap's 120 s under load.
-t.setTimeout(300_000)
+// Four services started with `npm start`, each walked through the README's steps: past tap's 120 s under load.
+t.setTimeout(420_000)
 
 /** The blocks this file runs, and why the others are not run. */
 const RUN = 'run here'
@@ -24,6 +26,20 @@ const COVERAGE: Record<string, string> = {
   'README.md › The whole journey by hand': RUN,
   'README.md › Layout': 'a folder map, not a command',
   'docs/mcp.md › With a token you already have': RUN,
+  'docs/producers.md › Sending a change': RUN,
+  'docs/producers.md › When a send is refused': 'a sample answer: the test sends the batch it describes and ' +
+    'compares the answer with it, byte for byte',
+  'docs/producers.md › Backfill': RUN,
+  'docs/records.md › Routes and scopes': RUN,
+  'docs/records.md › Invoice': 'a sample record: the test checks it is the schema\'s example (schemas/records.ts), ' +
+    'which the service accepts as an event (test/integration)',
+  'docs/records.md › Bill': 'a sample record: the test checks it is the schema\'s example (schemas/records.ts)',
+  'docs/records.md › Customer': 'a sample record: the test checks it is the schema\'s example (schemas/records.ts)',
+  'docs/records.md › Lists': RUN,
+  'docs/records.md › Paging': RUN,
+  'docs/records.md › Incremental sync': RUN,
+  'docs/records.md › Single records and ETag': RUN,
+  'docs/records.md › Money': RUN,
   'docs/tooling.md › No import cycles: madge': RUN,
   'docs/webhook-delivery.md › Running workers apart from the API': RUN,
   'docs/webhooks.md › Subscribe': RUN,
@@ -35,6 +51,16 @@ const COVERAGE: Record<string, string> = {
   'docs/webhooks.md › The local loop': RUN
 }
 
+/** POST /events as the accounting system does, with the development events token of the service's ./data. */
+const publish = (base: string, dir: string, body: unknown): Promise<Response> => {
+  const token = JSON.parse(readFileSync(join(dir, 'data', 'dev-secrets.json'), 'utf8')).EVENTS_TOKEN as string
+  return fetch(`${base}/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body)
+  })
+}
+
 t.test('every fenced block of the docs is run here, or says why not', async t => {
   t.same(BLOCKS.map(keyOf).filter(k => !(k in COVERAGE)), [], 'no block without a runner or a reason')
   t.same(Object.keys(COVERAGE).filter(k => !BLOCKS.some(b => keyOf(b) === k)), [], 'no runner without its block')
@@ -42,8 +68,9 @@ t.test('every fenced block of the docs is run here, or says why not', async t =>
 
 t.test('the README walkthrough, as written', async t => {
   const dir = workDir(t)
-  const { base } = await service(t, dir, 'npm start')
-  const ran = await bash(atBase(walkthrough, base), dir)
+  const { base, port } = await service(t, dir, 'npm start')
+  // PORT: the port the reader's `npm start` listens on by default, for `sandbox seed` to find the service.
+  const ran = await bash(atBase(walkthrough, base), dir, { PORT: String(port) }, 180_000)
   t.equal(ran.code, 0, ran.stderr)
   const out = ran.stdout.split('\n')
   const json = (pattern: RegExp) => {
@@ -58,16 +85,120 @@ t.test('the README walkthrough, as written', async t => {
     '4. tokens')
   t.match(json(/^\{"install_id"/), { client_id: app.client_id, org_ref_id: 'org_demo', entity_ref_id: 'ent_demo' },
     '5. /me')
-  t.match(json(/"error":"not_implemented"/), { error: 'not_implemented' }, '5. the read route is not built')
   t.match(json(/"error":"insufficient_scope"/), { error: 'insufficient_scope' }, '5. customers:read not granted')
   t.match(json(/"error":"tenant_mismatch"/), { error: 'tenant_mismatch' }, '5. another tenant is refused')
-  t.match(json(/"signing_secret"/), { topics: ['invoice.paid'], signing_secret: /^whsec_/ }, '6. subscribed')
-  t.match(json(/^\{"id":"evt_/), { id: /^evt_/ }, '6. the event is accepted')
+  const page = json(/^\{"invoices":\[/) as { invoices: Array<{ id: string }>, next_cursor: string | null }
+  t.equal(page.invoices.length, 5, '6. the first page of the sandbox\'s invoices')
+  t.type(page.next_cursor, 'string', '6. with a cursor to the next page')
+  t.match(json(/"signing_secret"/), { topics: ['invoice.paid'], signing_secret: /^whsec_/ }, '7. subscribed')
+  t.match(json(/^\{"id":"evt_/), { id: /^evt_/, deliveries: 1 }, '7. the event is accepted, for the subscription')
+  t.match(json(/^\{"id":"inv_demo_1"/), { status: 'paid', amount_due: '0.00' }, '7. the install reads the invoice')
   t.match(json(/^\{"subscriptions":\[/), { subscriptions: [{ Topics: ['invoice.paid'], IsActive: true }] },
-    '6. the listing')
-  t.equal(out.filter(l => l.startsWith('{"access_token"')).length, 2, '7. the refresh gave new tokens')
-  t.match(json(/"api_key_enabled":false/), { api_key_enabled: false }, '7. the key is disabled')
-  t.match(JSON.parse(out.filter(l => l.startsWith('{')).at(-1)!), { error: 'invalid_client' }, '7. the token is dead')
+    '7. the listing')
+  t.equal(out.filter(l => l.startsWith('{"access_token"')).length, 2, '8. the refresh gave new tokens')
+  t.match(json(/"api_key_enabled":false/), { api_key_enabled: false }, '8. the key is disabled')
+  t.match(JSON.parse(out.filter(l => l.startsWith('{')).at(-1)!), { error: 'invalid_client' }, '8. the token is dead')
+})
+
+t.test('docs/records.md and docs/producers.md, as written, on the sandbox of the README', async t => {
+  for (const kind of ['Invoice', 'Bill', 'Customer'] as const) {
+    t.same(JSON.parse(block(`docs/records.md › ${kind}`)), RECORD_SAMPLES[kind.toLowerCase() as 'invoice'],
+      `the ${kind.toLowerCase()} shown is the schema's example`)
+  }
+
+  const dir = workDir(t)
+  const { base, port } = await service(t, dir, 'npm start')
+  // PORT: where the commands that call the running service (sandbox seed, events import) find it.
+  const env = { PORT: String(port) }
+  const auth = (token: string) => ({ headers: { authorization: `Bearer ${token}` } })
+  const tenant = `${base}/public/v1/orgs/org_demo/entities/ent_demo`
+
+  // The README's steps 1 to 4 for an install's token, and its step 6 for the sandbox's records; the records.md
+  // blocks in order, in the same shell. Added by the test: the token, for the steps below.
+  const readme = atBase(walkthrough.slice(0, walkthrough.indexOf('# 5.')), base) + steps(walkthrough, 6, 7)
+  const reads = ['Routes and scopes', 'Lists', 'Paging', 'Single records and ETag']
+    .map(section => `echo "--- ${section}"\n` + block(`docs/records.md › ${section}`)).join('')
+  const ran = await bash(readme + reads + 'echo "$ACCESS_TOKEN" > access-token\n', dir, env, 180_000)
+  t.equal(ran.code, 0, ran.stderr.slice(-1000))
+  const section = (name: string) => ran.stdout.split(`--- ${name}\n`)[1]!.split('\n--- ')[0]!.trim().split('\n')
+  const accessToken = readFileSync(join(dir, 'access-token'), 'utf8').trim()
+
+  const first = JSON.parse(section('Routes and scopes')[0]!) as { invoices: unknown[], next_cursor: string }
+  t.equal(first.invoices.length, 2, 'Routes: two invoices')
+  t.type(first.next_cursor, 'string', 'Routes: and a cursor')
+
+  const [overdue, ofCustomer, bills] = section('Lists').map(l => JSON.parse(l))
+  const today = new Date().toISOString().slice(0, 10)
+  t.ok(overdue.invoices.length > 0, 'Lists: the sandbox has overdue invoices')
+  t.ok(overdue.invoices.every((i: { status: string, due_date: string }) => i.status === 'authorised' &&
+    i.due_date < today), 'Lists: each one authorised and due before today')
+  t.ok(ofCustomer.invoices.length > 0, 'Lists: the customer of the first invoice has invoices')
+  const changes = ofCustomer.invoices.map((i: { updated_at: string }) => i.updated_at)
+  t.same(changes, [...changes].sort().reverse(), 'Lists: newest change first')
+  t.ok(bills.bills.every((b: { updated_at: string }) => b.updated_at >= '2026-11-01T00:00:00.000Z'),
+    'Lists: bills changed since 1 November')
+
+  const listed = section('Paging')
+  t.ok(listed.every(l => /^\S+ (draft|authorised|paid|voided) -?\d+(\.\d+)? [A-Z]{3}$/.test(l)),
+    'Paging: a line per invoice')
+  const ids = listed.map(l => l.split(' ')[0])
+  t.equal(new Set(ids).size, ids.length, 'Paging: no invoice twice')
+  t.ok(ids.length > 100, `Paging: past the first page of 100 (${ids.length} invoices)`)
+
+  t.same(section('Single records and ETag'), ['304'], 'ETag: the second request is 304')
+
+  await t.test('the money example prints its exact sum', async t => {
+    const snippet = block('docs/records.md › Money')
+    const money = await bash('node --input-type=module -e "$SNIPPET"', dir, { SNIPPET: snippet })
+    t.equal(money.code, 0, money.stderr)
+    t.equal(money.stdout, '1303.35\n')
+  })
+
+  await t.test('the incremental sync fetches everything once, then only what changed', async t => {
+    writeFileSync(join(dir, 'sync-invoices.mjs'), block('docs/records.md › Incremental sync'))
+    const syncEnv = { BASE: base, ACCESS_TOKEN: accessToken, ORG_REF_ID: 'org_demo', ENTITY_REF_ID: 'ent_demo' }
+    const sync = () => bash('node sync-invoices.mjs', dir, syncEnv)
+    const once = await sync()
+    t.equal(once.code, 0, once.stderr)
+    t.match(once.stdout, new RegExp(`^${ids.length} changed, ${ids.length} invoices, up to \\S+Z\n$`), 'all of them')
+    const again = await sync()
+    t.match(again.stdout, new RegExp(`^0 changed, ${ids.length} invoices`), 'nothing changed since')
+    // Added by the test: one invoice changes now, as the accounting system would send it.
+    const invoice = { ...RECORD_SAMPLES.invoice, id: 'inv_docs_sync', updated_at: new Date().toISOString() }
+    const sent = await publish(base, dir, {
+      topic: 'invoice.created', org_ref_id: 'org_demo', entity_ref_id: 'ent_demo', data: invoice
+    })
+    t.equal(sent.status, 202)
+    const after = await sync()
+    t.match(after.stdout, new RegExp(`^1 changed, ${ids.length + 1} invoices, up to ${invoice.updated_at}\n$`),
+      'the one invoice that changed')
+  })
+
+  await t.test('docs/producers.md: a change, a refused batch, and a backfill', async t => {
+    // Added by the test: BASE, as the walkthrough sets it.
+    const send = await bash(`BASE=${base}\n` + block('docs/producers.md › Sending a change'), dir, env)
+    t.equal(send.code, 0, send.stderr)
+    t.match(send.stdout, /^\{"id":"evt_[^"]+","deliveries":0\}\n$/, 'the change is accepted')
+    const paid = await (await fetch(`${tenant}/invoices/inv_1042`, auth(accessToken))).json()
+    t.match(paid, { id: 'inv_1042', status: 'paid', amount_due: '0.00' }, 'and the install reads it')
+
+    // The batch the sample answer describes: its second invoice's total does not add up.
+    const event = (data: object) =>
+      ({ topic: 'invoice.updated', org_ref_id: 'org_demo', entity_ref_id: 'ent_demo', data })
+    const refused = await publish(base, dir, [
+      event(RECORD_SAMPLES.invoice),
+      event({ ...RECORD_SAMPLES.invoice, id: 'inv_1043', total: '1303.50', amount_due: '1303.50' })
+    ])
+    t.equal(refused.status, 400)
+    t.equal(await refused.text(), block('docs/producers.md › When a send is refused').trim(), 'the sample answer')
+
+    const backfill = await bash(block('docs/producers.md › Backfill'), dir, env, 60_000)
+    t.equal(backfill.code, 0, backfill.stderr)
+    t.match(backfill.stdout, /^imported 2 events from backfill\.ndjson \(lines 1–2\) in 1 batch, /, 'the import')
+    t.ok(existsSync(join(dir, 'backfill.ndjson.position')), 'the position is kept beside the file')
+    const bill = await (await fetch(`${tenant}/bills/bill_311`, auth(accessToken))).json()
+    t.same(bill, RECORD_SAMPLES.bill, 'the backfilled bill is served as sent')
+  })
 })
 
 t.test('docs/webhooks.md: subscribe, and the local loop with a real receiver', async t => {
@@ -94,7 +225,7 @@ t.test('docs/webhooks.md: subscribe, and the local loop with a real receiver', a
   t.match(out, /"signing_secret":"whsec_/, 'Subscribe: with its secret')
   t.match(out, /^listening$/m, '4. the receiver listens')
   t.match(out, /^202 \{"id":"evt_/m, '5. the event is accepted')
-  t.match(out, /^invoice\.paid evt_\S+ \{"invoice_id":"inv_sample"/m, '5. the receiver verified and printed it')
+  t.match(out, /^invoice\.paid evt_\S+ \{"id":"inv_1042",.*"status":"paid"/m, '5. the receiver verified and printed it')
 
   // The MCP client snippet on this service (no second service), with the install the walkthrough's steps made.
   await t.test('docs/mcp.md: the client snippet finds the stateless revision, calls whoami and exits', async t => {
