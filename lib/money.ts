@@ -14,7 +14,8 @@ const MINOR_DIGITS: Record<string, number> = {
 
 /**
  * ISO 4217 codes of money: the currencies in circulation and those withdrawn recently enough to be on invoices still
- * kept (HRK, SLL, ZWL), without the funds and units that are not money of account (XDR, XSU, metals, XTS). A list
+ * kept (HRK, SLL, ZWL), and the units of account invoices are written in (CLF, UYI, UYW); without the drawing rights
+ * and settlement units (XDR, XSU), the metals and the test code. A list
  * of our own, not the runtime's (`Intl.supportedValuesOf`), which differs between Node versions.
  */
 const CURRENCIES = new Set([

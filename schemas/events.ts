@@ -28,7 +28,7 @@ export const EventBody = Type.Object(
 
 export const EventAccepted = Type.Object(
   {
-    id: Type.String({ description: 'The event id (yours, or generated).' }),
+    id: Type.String({ description: 'The event id the service gave it (evt_…); for an event sent again, the first.' }),
     deliveries: Type.Integer({ description: 'Deliveries enqueued: one per active subscription of the tenant.' })
   },
   {
