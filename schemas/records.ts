@@ -42,7 +42,6 @@ const Party = (title: string, what: string) => Type.Object({
 }, { title, additionalProperties: false })
 
 const DOCUMENT_STATUSES = ['draft', 'authorised', 'paid', 'voided'] as const
-const BILL_STATUSES = ['draft', 'authorised', 'paid'] as const
 
 /**
  * A record's status as a JSON Schema `enum`: a wrong one is one error, not one per status. (Records are checked by
@@ -140,7 +139,8 @@ const CUSTOMER_EXAMPLE = {
 }
 
 export const Invoice = document('Invoice', 'customer', DOCUMENT_STATUSES, INVOICE_EXAMPLE)
-export const Bill = document('Bill', 'supplier', BILL_STATUSES, BILL_EXAMPLE)
+// As an invoice with supplier in place of customer, statuses included: a bill is voided by a bill.updated.
+export const Bill = document('Bill', 'supplier', DOCUMENT_STATUSES, BILL_EXAMPLE)
 
 export const Address = Type.Object({
   line1: Nullable(Text('Street and number.')),
@@ -168,7 +168,7 @@ export type InvoiceRecord = Static<typeof Invoice>
 export type CustomerRecord = Static<typeof Customer>
 
 /** An example of next_cursor and cursor (opaque to clients). */
-const SAMPLE_CURSOR = 'eyJ2IjoxLCJ1IjoiMjAyNi0xMS0wMlQwODoxNDowNS4xMjBaIn0'
+const SAMPLE_CURSOR = 'eyJrIjoiaW52b2ljZSIsIm8iOiJhIiwidSI6IjIwMjYtMTEtMDJUMDg6MTQ6MDUuMTIwWiIsImkiOiJpbnZfMTA0MiJ9'
 
 /** The query of every list (REST query string, MCP tool arguments): the filters each record kind has. */
 export function listQuery (opts: { statuses: readonly string[], party?: 'customer_id' | 'supplier_id' }) {
@@ -178,7 +178,8 @@ export function listQuery (opts: { statuses: readonly string[], party?: 'custome
     })),
     cursor: Type.Optional(Type.String({
       minLength: 1,
-      maxLength: 500,
+      // Room for the longest id (200 characters of up to 4 bytes, or 6 as a JSON escape) in base64url JSON.
+      maxLength: 2000,
       description: 'next_cursor of the previous page, with the same other arguments. Opaque.',
       examples: [SAMPLE_CURSOR]
     })),
@@ -214,7 +215,7 @@ export function listQuery (opts: { statuses: readonly string[], party?: 'custome
 }
 
 export const InvoiceListQuery = listQuery({ statuses: DOCUMENT_STATUSES, party: 'customer_id' })
-export const BillListQuery = listQuery({ statuses: BILL_STATUSES, party: 'supplier_id' })
+export const BillListQuery = listQuery({ statuses: DOCUMENT_STATUSES, party: 'supplier_id' })
 export const CustomerListQuery = listQuery({ statuses: ['active', 'archived'] })
 export type ListArgs = {
   limit?: number

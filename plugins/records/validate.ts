@@ -35,14 +35,27 @@ const validTimestamp = (v: string): boolean => {
   return inRecordYears(d) && d.toISOString() === v
 }
 
+/** Text the databases keep as sent: no NUL (Postgres refuses it) and no lone surrogate (it would become U+FFFD). */
+function textProblems (value: unknown, path: string, problem: (path: string, message: string) => void): void {
+  if (typeof value === 'string') {
+    if (value.includes('\0')) problem(path, 'must not contain NUL characters')
+    else if (/\p{Cs}/u.test(value)) problem(path, 'must be well-formed Unicode (a lone surrogate is not)')
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => textProblems(v, `${path}/${i}`, problem))
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) textProblems(v, `${path}/${k}`, problem)
+  }
+}
+
 const MONEY = ['subtotal', 'tax_total', 'total', 'amount_paid', 'amount_due'] as const
 const LINE_MONEY = ['unit_amount', 'tax_amount', 'amount'] as const
 const QUANTITY_SCALE = 4
 
 /**
  * What is wrong with a record of `kind` sent as an event's `data`, each problem at its JSON pointer under `at`
- * (`/data`, or `/3/data` in a batch): first its schema, then what a schema cannot say: real dates and
- * instants, a real currency, its minor digits, and the sums (docs/producers.md#validation). Empty when it is fine.
+ * (`/data`, or `/3/data` in a batch): first its schema, then what a schema cannot say: text a database keeps as
+ * sent, real dates and instants, a real currency, its minor digits, and the sums (docs/producers.md#validation).
+ * Empty when it is fine.
  */
 export function recordProblems (kind: RecordKindName, data: unknown, at: string): Detail[] {
   const check = checks[kind]
@@ -50,6 +63,8 @@ export function recordProblems (kind: RecordKindName, data: unknown, at: string)
   const r = data as Json
   const problems: Detail[] = []
   const problem = (path: string, message: string) => problems.push({ location: 'body', path: at + path, message })
+  textProblems(r, '', problem)
+  if (problems.length > 0) return problems
 
   for (const field of ['created_at', 'updated_at', 'paid_at']) {
     const v = r[field]

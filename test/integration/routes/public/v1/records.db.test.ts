@@ -525,9 +525,9 @@ t.test('every refused record: 400 validation_error naming the field, nothing sto
     },
     { name: 'an unknown status', data: changed(r => { r.status = 'sent' }), paths: ['/data/status'] },
     {
-      name: 'a status invoices have and bills do not',
+      name: 'a status no document has',
       topic: 'bill.created',
-      data: changed(r => { r.status = 'voided' }, {}, RECORD.bills),
+      data: changed(r => { r.status = 'cancelled' }, {}, RECORD.bills),
       paths: ['/data/status']
     },
     {
@@ -616,7 +616,7 @@ t.test('every refused record: 400 validation_error naming the field, nothing sto
   t.equal(refused.statusCode, 400)
   t.strictSame(refused.json().details.map((d: Json) => d.path), ['/3/data/total', '/3/data/amount_due'])
   t.strictSame(await footprint(i, sub.id), empty, 'nothing of the batch is stored or delivered')
-  const twice = await publishRaw(app, [batch[0], eventOf(i, { ...RECORD.bills(2), status: 'voided' }, 'bill.created'),
+  const twice = await publishRaw(app, [batch[0], eventOf(i, { ...RECORD.bills(2), status: 'cancelled' }, 'bill.created'),
     batch[2], batch[3]])
   t.strictSame([...new Set(twice.json().details.map((d: Json) => d.path))],
     ['/1/data/status', '/3/data/total', '/3/data/amount_due'], 'every bad event of a batch is named')
@@ -673,7 +673,7 @@ t.test('every refused query: 400 naming the parameter, or invalid_cursor', async
     ['/invoices?limit=two', '/limit'],
     ['/invoices?cursor=', '/cursor'],
     ['/invoices?status=sent', '/status'],
-    ['/bills?status=voided', '/status'],
+    ['/bills?status=cancelled', '/status'],
     ['/customers?status=paid', '/status'],
     ['/invoices?order=updated', '/order'],
     ['/invoices?due_before=2026-02-30', '/due_before'],
