@@ -346,7 +346,7 @@ export default fp(
     const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576
     app.setErrorHandler((err: FastifyError, request, reply) => {
       const apiError = toApiError(err, request, request.routeOptions.bodyLimit ?? bodyLimit)
-      // Only the unforeseen is worth a log line of its own; a deliberate 501 is not.
+      // Only the unforeseen is worth a log line of its own.
       if (apiError.code === 'internal_error') request.log.error({ err }, 'request failed')
       // Also on the paths that skip the request hooks (a method the router has no table for).
       reply.header('x-request-id', request.id)

@@ -31,15 +31,18 @@ export function errorResponses (...possible: ApiError[]): Record<number, typeof 
 export const invalid = (location: string, path: string, message: string): ApiError =>
   errors.validation([{ location, path, message }])
 
-/** Errors of any route that takes a JSON body. */
-export const BODY_ERRORS = [
-  errors.payloadTooLarge(BODY_LIMIT),
+/** Errors of any route that takes a JSON body of at most `limit` bytes. */
+export const bodyErrors = (limit: number): ApiError[] => [
+  errors.payloadTooLarge(limit),
   errors.unsupportedMediaType('text/plain'),
   errors.validation(
     [{ location: 'body', path: '/', message: 'body is not valid JSON' }],
     'Request body is not valid JSON.'
   )
 ]
+
+/** Errors of any route that takes a JSON body, of the size every route but POST /events takes. */
+export const BODY_ERRORS = bodyErrors(BODY_LIMIT)
 
 /** What the service itself can fail with on any route that reads the database. */
 export const SERVICE_ERRORS = [errors.internal(), errors.serviceUnavailable()]

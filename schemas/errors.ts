@@ -37,7 +37,7 @@ export const STATUS_MEANING: Record<number, string> = {
   403: 'Authenticated, but not allowed: another tenant, or a scope is missing.',
   404: 'No such resource (or not yours).',
   409: 'Conflicts with the current state.',
-  413: 'The body is larger than 64 KiB.',
+  413: 'The body is larger than the route takes: 64 KiB, or 1 MiB for POST /events.',
   414: 'A path segment is too long.',
   415: 'The body is not JSON.',
   422: 'Well-formed, but refused: a limit or a rule of the resource.',

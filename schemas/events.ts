@@ -35,7 +35,7 @@ export const EventAccepted = Type.Object(
     title: 'EventAccepted',
     description: 'Accepted and fanned out (or accepted before, with the same content).',
     additionalProperties: false,
-    examples: [{ id: 'acct-7d2f9a', deliveries: 2 }]
+    examples: [{ id: SAMPLE.eventId, deliveries: 2 }]
   }
 )
 
@@ -62,7 +62,7 @@ export const EventBatch = Type.Array(EventBody, {
 export const EventBatchAccepted = Type.Array(EventAccepted, {
   title: 'EventBatchAccepted',
   description: 'One result per event, in the order sent.',
-  examples: [[{ id: 'acct-7d2f9a', deliveries: 2 }, { id: 'acct-7d2fa0', deliveries: 1 }]]
+  examples: [[{ id: SAMPLE.eventId, deliveries: 2 }, { id: 'evt_9bQ2rT6yW1xZ4cV8nM3kLp', deliveries: 1 }]]
 })
 
 /**

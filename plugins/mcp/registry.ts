@@ -1,20 +1,15 @@
+import { fullFormats } from 'ajv-formats/dist/formats.js'
 import { FormatRegistry, type Static, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import type { Principal } from '../auth/access-state.js'
 import { ApiError, errors } from '../errors.js'
 import { DatabaseUnavailableError } from '../db/types.js'
 
-// TypeBox knows no string format by itself; the tools' schemas use those the REST routes check with ajv-formats.
-const DATE_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i
-if (!FormatRegistry.Has('date-time')) {
-  FormatRegistry.Set('date-time', v => DATE_TIME.test(v) && !Number.isNaN(Date.parse(v)))
-}
-// A calendar date that exists (2026-02-30 does not), as ajv-formats' `date` checks it.
-if (!FormatRegistry.Has('date')) {
-  FormatRegistry.Set('date', v => {
-    const d = new Date(`${v}T00:00:00Z`)
-    return /^\d{4}-\d\d-\d\d$/.test(v) && !Number.isNaN(d.getTime()) && d.toISOString().startsWith(v)
-  })
+// TypeBox knows no string format by itself: the tools' arguments get the checks the REST routes make with
+// ajv-formats, so that a tool and its route accept the same values.
+for (const name of ['date-time', 'date'] as const) {
+  const format = fullFormats[name] as { validate: (v: string) => boolean }
+  if (!FormatRegistry.Has(name)) FormatRegistry.Set(name, v => format.validate(v))
 }
 
 export interface ToolAnnotations {

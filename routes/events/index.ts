@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { safeEqual } from '../../lib/crypto.js'
 import { errors } from '../../plugins/errors.js'
 import { EVENTS_BODY_LIMIT } from '../../lib/limits.js'
-import { BODY_ERRORS, errorResponses, invalid, SERVICE_ERRORS } from '../../schemas/error-responses.js'
+import { bodyErrors, errorResponses, invalid, SERVICE_ERRORS } from '../../schemas/error-responses.js'
 import { EventOrBatch, EventOrBatchAccepted, MAX_EVENT_BATCH } from '../../schemas/events.js'
 
 /** Event ingestion from the accounting system (docs/rules.md#event-ingestion), behind EVENTS_TOKEN. */
@@ -31,7 +31,7 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
         202: EventOrBatchAccepted,
         ...errorResponses(
           errors.invalidEventsToken(),
-          ...BODY_ERRORS,
+          ...bodyErrors(EVENTS_BODY_LIMIT),
           invalid('body', '/data/total', 'must equal subtotal + tax_total (1303.05)'),
           errors.unknownTopic(['invoice.deleted']),
           errors.eventConflict(),
