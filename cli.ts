@@ -285,7 +285,8 @@ program.command('sandbox')
   .option('--url <base_url>', 'where the service listens (default: http://HOST:PORT)')
   .addHelpText('after', `
 The same options give the same records, byte for byte, and every event an id
-derived from its content: running the command again changes nothing.`)
+derived from its content: running the command again with the same options
+(--as-of included: it defaults to today) changes nothing.`)
   .action(sandboxSeed)
 
 const clientKey = program.command('client-key')

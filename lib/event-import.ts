@@ -59,11 +59,13 @@ export function readPosition (positionFile: string, file: string, size: number):
   try {
     p = JSON.parse(readFileSync(positionFile, 'utf8')) as Position
     if (!Number.isSafeInteger(p.line) || !Number.isSafeInteger(p.offset) || p.offset < 0) throw new Error('bad fields')
+    const start = p.check?.start
+    if (p.check && (!Number.isSafeInteger(start) || start! < 0 || start! > p.offset)) throw new Error('bad check')
   } catch {
     throw new CommandError(`${positionFile} is not a position this command wrote. Delete it, or pass --restart ` +
       'to import the file from its start.')
   }
-  const changed = `${file} is not the file ${positionFile} was written for (or it changed up to line ${p.line}): ` +
+  const changed = `${file} is not the file ${positionFile} was written for (or its line ${p.line} changed): ` +
     'pass --restart to import it from its start, or --position-file for a position of its own.'
   if (p.offset > size) throw new CommandError(changed)
   if (p.check && sha256(readSlice(file, p.check.start, p.offset)) !== p.check.sha256) {

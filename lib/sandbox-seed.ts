@@ -26,7 +26,7 @@ export function describeSandbox (s: SandboxSummary, opts: { org: string, entity:
       `${i.paid} paid of which ${i.paidLate} late, ${i.voided} voided)`,
     `  bills     ${n(b.total)}  (${b.draft} draft, ${b.authorised} authorised of which ${b.overdue} overdue, ` +
       `${b.paid} paid of which ${b.paidLate} late)`,
-    'Every event has an id of its own content: running the same command again changes nothing.',
+    'Every event has an id of its own content: the same command again (the same --as-of) changes nothing.',
     'Next, read them with the access token of an install of this tenant with invoices:read (README.md, ' +
       '"The whole journey by hand", steps 1 to 4):',
     `  curl -s '${opts.base.replace(/\/+$/, '')}${path}/invoices?limit=5' -H "Authorization: Bearer $ACCESS_TOKEN"`
