@@ -3,7 +3,7 @@ import type { ListArgs } from '../../schemas/records.js'
 import type { Principal } from '../auth/access-state.js'
 import { errors } from '../errors.js'
 import type { RecordKind } from './kinds.js'
-import type { Listed, Position, RecordStore } from './store.js'
+import type { Position, RecordStore } from './store.js'
 import { inRecordYears } from './validate.js'
 
 export const DEFAULT_LIMIT = 50
@@ -14,9 +14,9 @@ export interface RecordRead { body: string, etag: string }
 /** The cursor: the last record of the page, the order it was listed in, and the kind; base64url JSON. */
 interface CursorState { k: string, o: 'a' | 'd', u: string, i: string }
 
-const cursorOf = (kind: RecordKind, descending: boolean, last: Listed): string =>
+const cursorOf = (kind: RecordKind, descending: boolean, last: { updatedAt: Date, id: string }): string =>
   Buffer.from(JSON.stringify({
-    k: kind.name, o: descending ? 'd' : 'a', u: last.updated_at.toISOString(), i: last.id
+    k: kind.name, o: descending ? 'd' : 'a', u: last.updatedAt.toISOString(), i: last.id
   } satisfies CursorState)).toString('base64url')
 
 /** The position a cursor names; invalid_cursor when it is not one this listing (kind and order) gave. */
@@ -67,18 +67,17 @@ export function createRecordService (kind: RecordKind, store: RecordStore) {
     async list (p: Principal, args: ListArgs): Promise<string> {
       const descending = args.order === '-updated_at'
       const limit = args.limit ?? DEFAULT_LIMIT
-      const rows = await store.list(p.orgRefId, p.entityRefId, {
+      const page = await store.list(p.orgRefId, p.entityRefId, {
         updatedSince: bounds(args),
         status: args.status,
         partyId: kind.document ? args[kind.document.filter] : undefined,
         dueBefore: kind.document ? args.due_before : undefined,
         after: args.cursor === undefined ? undefined : readCursor(kind, descending, args.cursor),
         descending,
-        limit: limit + 1
+        limit
       })
-      const shown = rows.length > limit ? rows.slice(0, limit) : rows
-      const next = rows.length > limit ? JSON.stringify(cursorOf(kind, descending, shown.at(-1)!)) : 'null'
-      return `{"${kind.plural}":[${shown.map(r => r.body).join(',')}],"next_cursor":${next}}`
+      const next = page.next ? JSON.stringify(cursorOf(kind, descending, page.next)) : 'null'
+      return `{"${kind.plural}":[${page.bodies}],"next_cursor":${next}}`
     },
 
     /** One record of the tenant; not_found when the tenant has none with this id (another tenant's included). */
