@@ -7,8 +7,9 @@
  * Processes as in bench/me.ts: the service with `npm start` (the compiled build, NODE_ENV production, real Postgres,
  * its own delivery worker, its log lines on standard output, which goes to /dev/null); the baselines,
  * bench/bare-server.ts, one per read phase, each a bare Fastify route with the service's logger settings and
- * LOG_LEVEL that sends the very bytes the service answered for the first tenant's page or invoice; the HTTPS
- * receiver of the deliveries; and autocannon, a fresh process per slice.
+ * LOG_LEVEL that answers what the service answered for the first tenant's page or invoice (as bench/me.ts's does:
+ * the handler returns that JSON and Fastify serializes it; or, with BENCH_BARE=text, it sends the ready bytes); the
+ * HTTPS receiver of the deliveries; and autocannon, a fresh process per slice.
  *
  * For each size of BENCH_INVOICES, in ascending order, invoices are added to the one database of the run with SQL
  * (insert … select over generate_series, BENCH_PER_TENANT invoices per tenant, one install and token per tenant),
@@ -32,6 +33,9 @@
  *   BENCH_PER_TENANT      invoices per tenant (default 1000: 1,000 tenants at 1,000,000)
  *   BENCH_PHASES          any of list,deep,get,ingest (default all)
  *   BENCH_LOG_LEVEL       LOG_LEVEL of the service and the bare routes (default info)
+ *   BENCH_BARE            `object` (default): the bare route returns the parsed JSON, which Fastify serializes for
+ *                         every request, as in bench/me.ts; `text`: it sends the JSON text as it is (the cheapest
+ *                         route there is, a stricter baseline)
  *   BENCH_SECONDS         seconds of measurement per side and phase, in total (default 10)
  *   BENCH_ROUNDS          slices each side's seconds are cut into, alternating the sides (default 5)
  *   BENCH_WARMUP          seconds of warm-up per side and phase (default 2)
@@ -42,6 +46,9 @@
  *   BENCH_INGEST_BATCH    events per request (default 100, the most a request takes)
  *   BENCH_INGEST_CONNECTIONS  concurrent connections of ingestion (default 16)
  *   BENCH_DRAIN_TIMEOUT   seconds to wait for the deliveries after ingestion (default 300)
+ *   BENCH_DELIVERY        `on` (default): the service delivers with its own worker, as users run it; `off`: the
+ *                         service runs without its worker (WEBHOOK_WORKER=false), to see what accepting costs alone
+ *                         (the deliveries are queued, not sent, and not waited for)
  *   BENCH_CPU_PROF=dir    a V8 CPU profile of the service into dir (it then starts as `node --cpu-prof … serve`)
  *   BENCH_ADMIN_URL       where to create the fresh database (default postgres://postgres@127.0.0.1:5432/postgres)
  *
@@ -49,7 +56,7 @@
  * record events a second. Exits non-zero only when the run itself fails (setup, an unexpected answer, a delivery
  * that never arrives), never for a missed target.
  */
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -58,7 +65,7 @@ import { recordProblems } from '../plugins/records/validate.js'
 import type { Installed } from '../test/support/helper.js'
 import { webhookFixture } from './fixtures.js'
 import {
-  fmt, list, loadSlice, mergeSlices, nodeAndCpus, now, positiveInt, positiveInts, postgresCpuSeconds, printTable,
+  fmt, list, loadSlice, mergeSlices, nodeAndCpus, now, positiveInt, positiveInts, printTable,
   runBench, sleep, stamp, summary, tempDir, verdict, waitFor, type Cleanup, type RawResult, type SliceFigures
 } from './lib.js'
 import { cleanEnv, ensureBuilt, freePort, startServer, startService, type ServerProcess } from './processes.js'
@@ -78,6 +85,8 @@ const INGEST_BATCH = positiveInt('BENCH_INGEST_BATCH', 100)
 const INGEST_CONNECTIONS = positiveInt('BENCH_INGEST_CONNECTIONS', 16)
 const DRAIN_TIMEOUT_S = positiveInt('BENCH_DRAIN_TIMEOUT', 300)
 const PROFILE = process.env.BENCH_CPU_PROF
+const BARE_TEXT = [...list('BENCH_BARE', ['object', 'text'], ['object'])][0] === 'text'
+const DELIVERY = [...list('BENCH_DELIVERY', ['on', 'off'], ['on'])][0] === 'on'
 const LIMIT = 50
 
 const TARGETS = { list: 0.5, deep: 0.5, get: 0.6 } as const
@@ -283,9 +292,38 @@ async function makeInstalls (app: AppInstance, first: Installed, count: number):
 // ---------------------------------------------------------------------------------------------------------------
 // Measurement
 
+/** The connection that reads which Postgres backends serve the run's database. */
+let meter: pg.Client | undefined
+
+/**
+ * CPU seconds used so far by each Postgres backend connected to the run's database: Postgres' work for the service,
+ * without the other databases of a shared server. (A backend that exits between two readings is not counted.)
+ */
+async function backendCpu (): Promise<Map<number, number>> {
+  const { rows } = await meter!.query<{ pid: number }>(
+    'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')
+  const cpu = (pid: number): number => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      return (Number(fields[11]) + Number(fields[12])) / 100
+    } catch {
+      return 0
+    }
+  }
+  return new Map(rows.map(r => [r.pid, cpu(r.pid)]))
+}
+
+/** CPU seconds of the run database's backends since `before`. */
+async function cpuSince (before: Map<number, number>): Promise<number> {
+  let seconds = 0
+  for (const [pid, cpu] of await backendCpu()) seconds += cpu - (before.get(pid) ?? 0)
+  return seconds
+}
+
 interface Measured extends SliceFigures {
   cpuMicrosPerRequest: number
-  /** Every postgres process of the machine (other databases' work included), per request. */
+  /** The Postgres backends of the run's database, per request. */
   pgMicrosPerRequest: number
 }
 
@@ -310,12 +348,12 @@ interface SizeRow {
 
 async function measure (side: Side, seconds: number, requestsFile: string, expect: string) {
   const cpu0 = side.server.cpuSeconds()
-  const pg0 = postgresCpuSeconds()
+  const pg0 = await backendCpu()
   const raw = await loadSlice(
     { url: side.server.url, connections: CONNECTIONS, duration: seconds },
     { requestsFile, expect }
   )
-  return { raw, cpu: side.server.cpuSeconds() - cpu0, pg: postgresCpuSeconds() - pg0 }
+  return { raw, cpu: side.server.cpuSeconds() - cpu0, pg: await cpuSince(pg0) }
 }
 
 /** Warm-up, then alternating slices; each side's slices merged (as in bench/me.ts). */
@@ -424,12 +462,13 @@ async function main (cleanups: Cleanup[]): Promise<void> {
   console.log('marketplace-gateway bench: accounting records (npm start) vs bare Fastify routes serving the same bytes')
   console.log(`  invoices ${SIZES.map(n => fmt(n)).join(', ')} (${fmt(PER_TENANT)} per tenant); phases ` +
     `${[...PHASES].join(', ')}; ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slices ` +
-    `(warm-up ${WARMUP} s each); LOG_LEVEL ${LOG_LEVEL}; autocannon in its own process`)
+    `(warm-up ${WARMUP} s each); LOG_LEVEL ${LOG_LEVEL}; the bare routes ` +
+    `${BARE_TEXT ? 'send the text' : 'return the object'}; autocannon in its own process`)
   console.log(`  ${nodeAndCpus()}, Postgres ${new URL(databaseUrl).host}, load average ${loadavg()[0]!.toFixed(2)}`)
 
   const service = await startService({
     cleanups,
-    env: { ...env, PUBLIC_RATE_LIMIT: '1000000' },
+    env: { ...env, PUBLIC_RATE_LIMIT: '1000000', ...(DELIVERY ? {} : { WEBHOOK_WORKER: 'false' }) },
     port: servicePort,
     logLevel: LOG_LEVEL,
     nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : undefined
@@ -438,6 +477,7 @@ async function main (cleanups: Cleanup[]): Promise<void> {
   await db.connect()
   cleanups.push(() => db.end())
   await db.query('set synchronous_commit = off')
+  meter = db
 
   const bares = new Map<ReadPhase, ServerProcess>()
   const bodyBytes = new Map<ReadPhase, number>()
@@ -499,7 +539,11 @@ async function main (cleanups: Cleanup[]): Promise<void> {
           command: process.execPath,
           args: ['--import', 'tsx', 'bench/bare-server.ts'],
           env: cleanEnv({
-            PORT: String(port), LOG_LEVEL, BARE_PATH: PHASE_ROUTES[phase], BARE_BODY_FILE: bodyFile, BARE_RAW: '1'
+            PORT: String(port),
+            LOG_LEVEL,
+            BARE_PATH: PHASE_ROUTES[phase],
+            BARE_BODY_FILE: bodyFile,
+            ...(BARE_TEXT ? { BARE_RAW: '1' } : {})
           }),
           port,
           readyPath: '/health'
@@ -538,8 +582,12 @@ interface IngestRow {
   deliveredPerS: number
   drainSeconds: number
   duplicates: number
+  /** From the first request to the last delivery. */
   serviceCpuPerEvent: number
   pgCpuPerEvent: number
+  /** While the requests were sent (deliveries made meanwhile included). */
+  loadServiceCpuPerEvent: number
+  loadPgCpuPerEvent: number
   repeated: boolean
 }
 
@@ -610,7 +658,7 @@ async function ingestPhase (
     `${INGEST_SECONDS} s, one subscription of the tenant (load average ${loadavg()[0]!.toFixed(2)})`)
   await receiver.reset()
   const cpu0 = service.cpuSeconds()
-  const pg0 = postgresCpuSeconds()
+  const pg0 = await backendCpu()
   const started = now()
   const raw = await loadSlice({
     url: `${service.url}/events`,
@@ -622,15 +670,18 @@ async function ingestPhase (
   const figures = mergeSlices('POST /events', `${service.url}/events`, INGEST_CONNECTIONS, [raw])
   const repeated = figures.total > batches
   const events = Math.min(figures.total, batches) * INGEST_BATCH
+  const loadCpu = { service: service.cpuSeconds() - cpu0, pg: await cpuSince(pg0) }
   let counts = await receiver.counts()
-  const drained = await waitFor(async () => (counts = await receiver.counts()).unique >= events,
-    DRAIN_TIMEOUT_S * 1000, 200)
-  if (!drained) throw new Error(`ingest: ${counts.unique} of ${events} deliveries in ${DRAIN_TIMEOUT_S} s`)
-  for (let last = -1; last !== counts.unique; await sleep(500)) {
-    last = counts.unique
-    counts = await receiver.counts()
+  if (DELIVERY) {
+    const drained = await waitFor(async () => (counts = await receiver.counts()).unique >= events,
+      DRAIN_TIMEOUT_S * 1000, 200)
+    if (!drained) throw new Error(`ingest: ${counts.unique} of ${events} deliveries in ${DRAIN_TIMEOUT_S} s`)
+    for (let last = -1; last !== counts.unique; await sleep(500)) {
+      last = counts.unique
+      counts = await receiver.counts()
+    }
   }
-  const drainSeconds = (counts.lastAt - started) / 1000
+  const drainSeconds = DELIVERY ? (counts.lastAt - started) / 1000 : NaN
   return {
     batch: INGEST_BATCH,
     requests: figures.total,
@@ -638,11 +689,13 @@ async function ingestPhase (
     eventsPerS: figures.rps * INGEST_BATCH,
     p50: figures.p50,
     p99: figures.p99,
-    deliveredPerS: counts.unique / drainSeconds,
+    deliveredPerS: DELIVERY ? counts.unique / drainSeconds : NaN,
     drainSeconds,
     duplicates: counts.duplicates,
     serviceCpuPerEvent: (service.cpuSeconds() - cpu0) * 1e6 / (figures.total * INGEST_BATCH),
-    pgCpuPerEvent: (postgresCpuSeconds() - pg0) * 1e6 / (figures.total * INGEST_BATCH),
+    pgCpuPerEvent: await cpuSince(pg0) * 1e6 / (figures.total * INGEST_BATCH),
+    loadServiceCpuPerEvent: loadCpu.service * 1e6 / (figures.total * INGEST_BATCH),
+    loadPgCpuPerEvent: loadCpu.pg * 1e6 / (figures.total * INGEST_BATCH),
     repeated
   }
 }
@@ -670,10 +723,12 @@ function report (reads: ReadRow[], sizes: SizeRow[], ingest: IngestRow | undefin
   if (ingest) {
     printTable([
       ['events per request', 'requests', 'events/s', 'p50 ms', 'p99 ms', 'deliveries/s end to end',
-        'last delivery after s', 'duplicates', 'service CPU µs/event', 'postgres CPU µs/event'],
+        'last delivery after s', 'duplicates', 'CPU µs/event: service', 'postgres', 'during the load: service',
+        'postgres'],
       [fmt(ingest.batch), fmt(ingest.requests), fmt(ingest.eventsPerS), fmt(ingest.p50), fmt(ingest.p99),
-        fmt(ingest.deliveredPerS), fmt(ingest.drainSeconds, 1), fmt(ingest.duplicates), fmt(ingest.serviceCpuPerEvent),
-        fmt(ingest.pgCpuPerEvent)]
+        DELIVERY ? fmt(ingest.deliveredPerS) : 'off', fmt(ingest.drainSeconds, 1), fmt(ingest.duplicates),
+        fmt(ingest.serviceCpuPerEvent), fmt(ingest.pgCpuPerEvent), fmt(ingest.loadServiceCpuPerEvent),
+        fmt(ingest.loadPgCpuPerEvent)]
     ])
     if (ingest.repeated) console.log('  (more requests than prepared batches: some events were sent again)')
     console.log('')
@@ -690,8 +745,9 @@ function report (reads: ReadRow[], sizes: SizeRow[], ingest: IngestRow | undefin
   }
   if (ingest) {
     console.log(`markdown row: | ${stamp()} | ${ingest.batch} | **${fmt(ingest.eventsPerS)}** | ${fmt(ingest.p50)} / ` +
-      `${fmt(ingest.p99)} | ${fmt(ingest.deliveredPerS)} | ${fmt(ingest.serviceCpuPerEvent)} | ` +
-      `${fmt(ingest.pgCpuPerEvent)} |`)
+      `${fmt(ingest.p99)} | ${DELIVERY ? fmt(ingest.deliveredPerS) : 'off'} | ` +
+      `${fmt(ingest.loadServiceCpuPerEvent)} / ` +
+      `${fmt(ingest.loadPgCpuPerEvent)} | ${fmt(ingest.serviceCpuPerEvent)} / ${fmt(ingest.pgCpuPerEvent)} |`)
   }
   console.log('')
   for (const r of reads) {
