@@ -13,6 +13,14 @@ const IfNoneMatch = Type.Object({
   }))
 })
 
+const RECORD_HEADERS = {
+  etag: Type.String({
+    description: 'The entity tag of these bytes: send it as If-None-Match to ask again.',
+    examples: ['"q1a0bHn0mWl0cB3cZk1zb4dQ4n2gB6X"']
+  }),
+  'cache-control': Type.String({ description: 'private, no-cache: a shared cache keeps no copy.' })
+}
+
 /** Whether `If-None-Match` names this entity tag (weak comparison, as RFC 9110 prescribes for it), or is `*`. */
 function matches (header: string | undefined, etag: string): boolean {
   if (header === undefined) return false
@@ -77,8 +85,11 @@ const records: FastifyPluginAsyncTypebox = async (app) => {
         params: Type.Object({ ...TenantParams.properties, id: idParam(kind.name, kind.exampleId) }),
         headers: IfNoneMatch,
         response: {
-          200: kind.schema,
-          304: Type.Null({ description: 'Not modified: the copy with this ETag is current.' }),
+          // `headers` documents the response headers (@fastify/swagger moves them out of the body's schema).
+          200: {
+            ...kind.schema, 'x-response-description': `The ${kind.name}, as it was sent.`, headers: RECORD_HEADERS
+          },
+          304: Type.Null({ description: 'Not modified: the copy with this ETag is current.', headers: RECORD_HEADERS }),
           ...errorResponses(...TENANT_ERRORS, scopeError(kind.scope), errors.recordNotFound(Name))
         }
       }
