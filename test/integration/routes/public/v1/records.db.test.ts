@@ -616,8 +616,9 @@ t.test('every refused record: 400 validation_error naming the field, nothing sto
   t.equal(refused.statusCode, 400)
   t.strictSame(refused.json().details.map((d: Json) => d.path), ['/3/data/total', '/3/data/amount_due'])
   t.strictSame(await footprint(i, sub.id), empty, 'nothing of the batch is stored or delivered')
-  const twice = await publishRaw(app, [batch[0], eventOf(i, { ...RECORD.bills(2), status: 'cancelled' }, 'bill.created'),
-    batch[2], batch[3]])
+  const twice = await publishRaw(app, [
+    batch[0], eventOf(i, { ...RECORD.bills(2), status: 'cancelled' }, 'bill.created'), batch[2], batch[3]
+  ])
   t.strictSame([...new Set(twice.json().details.map((d: Json) => d.path))],
     ['/1/data/status', '/3/data/total', '/3/data/amount_due'], 'every bad event of a batch is named')
   t.strictSame(await footprint(i, sub.id), empty)
