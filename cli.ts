@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Command, CommanderError, InvalidArgumentError } from 'commander'
+import { isRecordDate } from './lib/dates.js'
 import { CommandError, MAX_BATCH } from './lib/events-client.js'
 import { VERSION } from './lib/root.js'
 import { StartupError } from './plugins/config.js'
@@ -175,8 +176,7 @@ const batchSize = (value: string): number => {
   return Number(value)
 }
 const day = (value: string): string => {
-  const d = new Date(`${value}T00:00:00.000Z`)
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(d.getTime()) || !d.toISOString().startsWith(value)) {
+  if (!isRecordDate(value)) {
     throw new InvalidArgumentError('Not a date YYYY-MM-DD.')
   }
   return value

@@ -7,12 +7,10 @@ import {
 /** What differs between the three record aggregates; everything else (store, service, routes, tools) is shared. */
 export interface RecordKind {
   name: RecordKindName
-  /** The list's key and the REST path segment: `invoices`. */
+  /** The list's key, the REST path segment and the table of its kept copies (migrations/006_records.sql). */
   plural: 'invoices' | 'bills' | 'customers'
   /** The record's name in messages: `Invoice not found.` */
   title: 'Invoice' | 'Bill' | 'Customer'
-  /** The table of its kept copies (migrations/006_records.sql). */
-  table: 'invoices' | 'bills' | 'customers'
   scope: 'invoices:read' | 'bills:read' | 'customers:read'
   schema: TObject
   listQuery: TObject
@@ -28,7 +26,6 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
     name: 'invoice',
     plural: 'invoices',
     title: 'Invoice',
-    table: 'invoices',
     scope: 'invoices:read',
     schema: Invoice,
     listQuery: InvoiceListQuery,
@@ -40,7 +37,6 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
     name: 'bill',
     plural: 'bills',
     title: 'Bill',
-    table: 'bills',
     scope: 'bills:read',
     schema: Bill,
     listQuery: BillListQuery,
@@ -52,7 +48,6 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
     name: 'customer',
     plural: 'customers',
     title: 'Customer',
-    table: 'customers',
     scope: 'customers:read',
     schema: Customer,
     listQuery: CustomerListQuery,

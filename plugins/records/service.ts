@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto'
+import { inRecordYears, isRecordInstant } from '../../lib/dates.js'
 import type { ListArgs } from '../../schemas/records.js'
 import type { Principal } from '../auth/access-state.js'
 import { errors } from '../errors.js'
 import type { RecordKind } from './kinds.js'
 import type { Position, RecordStore } from './store.js'
-import { inRecordYears } from './validate.js'
 
 export const DEFAULT_LIMIT = 50
 
@@ -25,11 +25,10 @@ function readCursor (kind: RecordKind, descending: boolean, cursor: string): Pos
   try {
     if (/^[A-Za-z0-9_-]+$/.test(cursor)) state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
   } catch {}
-  const at = typeof state?.u === 'string' ? new Date(state.u) : undefined
   // Any JSON parses: `null` (a cursor of "bnVsbA") or a number is no state either, and must not reach `state.k`.
   const valid = typeof state === 'object' && state !== null && state.k === kind.name &&
-    state.o === (descending ? 'd' : 'a') && typeof state.i === 'string' && at !== undefined &&
-    inRecordYears(at) && at.toISOString() === state.u
+    state.o === (descending ? 'd' : 'a') && typeof state.i === 'string' && typeof state.u === 'string' &&
+    isRecordInstant(state.u)
   if (!valid) throw errors.invalidCursor()
   return { updatedAt: state!.u!, id: state!.i! }
 }

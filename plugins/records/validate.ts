@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
+import { isRecordDate, isRecordInstant } from '../../lib/dates.js'
 import { decimals, fromUnits, isCurrency, minorDigits, roundUnits, toUnits } from '../../lib/money.js'
 import type { RecordKindName } from '../../lib/topics.js'
 import type { ErrorBody } from '../../schemas/errors.js'
@@ -19,21 +20,6 @@ const schemaDetail = (at: string) => (e: ErrorObject): Detail => ({
     ? `unknown field ${JSON.stringify((e.params as { additionalProperty?: string }).additionalProperty)}`
     : (e.message ?? 'is invalid')
 })
-
-/**
- * Whether an instant is of the years 1 to 9999: what four digits write and both databases store. ISO 8601 and
- * JavaScript have a year 0, Postgres does not: a record, bound or cursor of it would fail in the database, a 500.
- */
-export const inRecordYears = (d: Date): boolean => d.getUTCFullYear() >= 1 && d.getUTCFullYear() <= 9999
-
-const validDate = (v: string): boolean => {
-  const d = new Date(`${v}T00:00:00.000Z`)
-  return inRecordYears(d) && d.toISOString().startsWith(v)
-}
-const validTimestamp = (v: string): boolean => {
-  const d = new Date(v)
-  return inRecordYears(d) && d.toISOString() === v
-}
 
 /** Text the databases keep as sent: no NUL (Postgres refuses it) and no lone surrogate (it would become U+FFFD). */
 function textProblems (value: unknown, path: string, problem: (path: string, message: string) => void): void {
@@ -68,14 +54,14 @@ export function recordProblems (kind: RecordKindName, data: unknown, at: string)
 
   for (const field of ['created_at', 'updated_at', 'paid_at']) {
     const v = r[field]
-    if (typeof v === 'string' && !validTimestamp(v)) problem(`/${field}`, 'must be a real instant')
+    if (typeof v === 'string' && !isRecordInstant(v)) problem(`/${field}`, 'must be a real instant')
   }
   const currency = r.currency as string
   if (!isCurrency(currency)) problem('/currency', 'must be an ISO 4217 currency code in circulation')
   if (!RECORD_KINDS[kind].document) return problems
 
   for (const field of ['issue_date', 'due_date']) {
-    if (!validDate(r[field] as string)) problem(`/${field}`, 'must be a real date')
+    if (!isRecordDate(r[field] as string)) problem(`/${field}`, 'must be a real date')
   }
   if (problems.some(p => p.path === `${at}/currency`)) return problems
   const digits = minorDigits(currency)
