@@ -303,8 +303,8 @@ function workerStatus (app: AppInstance): WorkerStatus {
   return status
 }
 
-/** What the worker counts of its own work: attempts, claims, result flushes (times in ms). */
-const WORKER_COUNTS = ['attempted', 'claims', 'claimed', 'claimMs', 'flushes', 'recorded', 'flushMs'] as const
+/** What the worker counts of its own work: attempts, and its cycles (record what finished, then claim; ms). */
+const WORKER_COUNTS = ['attempted', 'cycles', 'cycleMs', 'claimed', 'recorded'] as const
 type WorkerWork = Record<typeof WORKER_COUNTS[number], number>
 const workerWork = (from: WorkerStatus, to: WorkerStatus): WorkerWork =>
   Object.fromEntries(WORKER_COUNTS.map(k => [k, to[k] - from[k]])) as WorkerWork
@@ -608,9 +608,8 @@ function printWorkload (r: WorkloadResult, concurrency: number): void {
   const w = r.worker
   const per = (n: number, of: number): string => fmt(n / Math.max(1, of), 1)
   console.log(`  worker (its own counts, until all was recorded): ${fmt(w.attempted)} attempts; ` +
-    `${fmt(w.claims)} claims of ${per(w.claimed, w.claims)} deliveries on average (${per(w.claimMs, w.claims)} ms ` +
-    `each); ${fmt(w.flushes)} result flushes of ${per(w.recorded, w.flushes)} on average ` +
-    `(${per(w.flushMs, w.flushes)} ms each, COMMIT included)`)
+    `${fmt(w.cycles)} cycles (one transaction: record what finished, then claim) of ${per(w.recorded, w.cycles)} ` +
+    `results and ${per(w.claimed, w.cycles)} claims on average, ${per(w.cycleMs, w.cycles)} ms each, COMMIT included`)
 }
 
 // ---------------------------------------------------------------------------------------------------------------

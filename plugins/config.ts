@@ -45,6 +45,8 @@ export const EnvSchema = Type.Object({
   WEBHOOK_DISABLE_AFTER_HOURS: Type.Optional(Int(0, 1_000_000)),
   WEBHOOK_WORKER: Type.Optional(Bool),
   WEBHOOK_CONCURRENCY: Type.Optional(Int(1, 1_000)),
+  WEBHOOK_SUBSCRIPTION_MAX_IN_FLIGHT: Type.Optional(Int(1, 1_000)),
+  WEBHOOK_TENANT_MAX_IN_FLIGHT: Type.Optional(Int(1, 100_000)),
   WEBHOOK_LEASE_SECONDS: Type.Optional(Int(1, 3_600)),
   // At most 20 s: a worker's stop waits for attempts in flight (time-out + 2 s) inside the 25 s shutdown bound.
   WEBHOOK_ATTEMPT_TIMEOUT_SECONDS: Type.Optional(Int(1, 20)),
@@ -110,6 +112,10 @@ export interface Config {
   webhookWorker: boolean
   /** Attempts one worker keeps in flight. */
   webhookConcurrency: number
+  /** Attempts in flight one subscription may have, all workers together (docs/webhook-delivery.md#fair-delivery). */
+  webhookSubscriptionMaxInFlight: number
+  /** Attempts in flight one tenant may have, all its subscriptions and all workers together. */
+  webhookTenantMaxInFlight: number
   /** How long a claim lasts; a dead worker's deliveries are retried after it. Longer than an attempt's 15 s. */
   webhookLeaseSeconds: number
   /** How long one delivery attempt may take in all (connecting, sending, the answer); then it is a time-out. */
@@ -342,6 +348,8 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     webhookDisableAfterHours: Number(env.WEBHOOK_DISABLE_AFTER_HOURS ?? 24),
     webhookWorker: flag(env.WEBHOOK_WORKER, true),
     webhookConcurrency: Number(env.WEBHOOK_CONCURRENCY ?? 64),
+    webhookSubscriptionMaxInFlight: Number(env.WEBHOOK_SUBSCRIPTION_MAX_IN_FLIGHT ?? 8),
+    webhookTenantMaxInFlight: Number(env.WEBHOOK_TENANT_MAX_IN_FLIGHT ?? 16),
     webhookLeaseSeconds: leaseSeconds,
     webhookAttemptTimeoutSeconds: attemptTimeoutSeconds,
     webhookReplayLimit: Number(env.WEBHOOK_REPLAY_LIMIT ?? 10_000),

@@ -15,6 +15,8 @@ declare module 'fastify' {
       accessCache(hit: boolean): void
       /** A gauge read when Prometheus scrapes; `read` may query (bounded by the database's own time-outs). */
       gauge(name: string, help: string, read: () => number | undefined | Promise<number | undefined>): void
+      /** A gauge with one label, whose series are all replaced at each scrape by what `read` returns. */
+      labeledGauge(name: string, help: string, label: string, read: () => Promise<Array<[string, number]>>): void
     }
   }
 }
@@ -78,6 +80,21 @@ export default fp(async app => {
       }
     })
   }
+  const labeledGauge: FastifyMetrics['labeledGauge'] = (name, help, label, read) => {
+    // eslint-disable-next-line no-new -- registered in the registry, which owns it
+    new Gauge({
+      name,
+      help,
+      labelNames: [label],
+      registers: [registry],
+      async collect () {
+        const values = await read().catch(() => undefined)
+        if (values === undefined) return
+        this.reset()
+        for (const [value, n] of values) this.set({ [label]: value }, n)
+      }
+    })
+  }
   gauge('access_cache_hit_ratio', 'Share of access-state lookups answered from the cache since start.',
     () => lookups === 0 ? undefined : hits / lookups)
 
@@ -92,7 +109,8 @@ export default fp(async app => {
       lookups++
       if (hit) hits++
     },
-    gauge
+    gauge,
+    labeledGauge
   }
   app.decorate('metrics', metrics)
 

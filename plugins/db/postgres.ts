@@ -127,7 +127,7 @@ export async function createPostgres (url: string, log: FastifyBaseLogger, opts:
     const onDown = (err?: Error): void => {
       if (listener !== client) return
       listener = undefined
-      if (err) log.warn({ err }, 'postgres notification listener lost')
+      if (err) log.warn({ error: err.message }, 'postgres notification listener lost')
       markLost()
       client.end().catch(() => {})
       scheduleReconnect()
@@ -140,12 +140,23 @@ export async function createPostgres (url: string, log: FastifyBaseLogger, opts:
     healthy = true
   }
 
+  // An outage is one line when the listener is lost, one when a reconnect first fails (its message, no stack), and
+  // one when it is back: not a line at every retry.
+  let failingSince: number | undefined
   function scheduleReconnect (): void {
     if (closing || reconnectTimer) return
     reconnectTimer = setTimeout(() => {
       reconnectTimer = undefined
-      connectListener().catch(err => {
-        log.warn({ err }, 'postgres notification listener reconnect failed')
+      connectListener().then(() => {
+        if (failingSince === undefined) return
+        log.warn({ seconds: Math.round((Date.now() - failingSince) / 1000) }, 'postgres notification listener back')
+        failingSince = undefined
+      }, (err: Error) => {
+        if (failingSince === undefined) {
+          failingSince = Date.now()
+          log.warn({ error: err.message }, `postgres notification listener reconnect failed; retrying every ${
+            RECONNECT_MS / 1000} s`)
+        }
         scheduleReconnect()
       })
     }, RECONNECT_MS)

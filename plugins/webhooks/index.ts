@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import { createWebhookService, type WebhookService } from './service.js'
+import { registerQueueGauges } from './queue-metrics.js'
 import { createWebhookStore } from './store.js'
 import { addWebhookTools } from './tools.js'
 import { DeliveryWorker, type WorkerStatus } from './worker.js'
@@ -32,15 +33,10 @@ export default fp(async (app) => {
     ? new DeliveryWorker(store, app.db, app.config, app.log, { observe: metrics?.deliveryAttempt, clock: app.clock })
     : null
   if (metrics) {
-    // One query per scrape for both gauges.
-    let backlog: { at: number, value: ReturnType<typeof store.backlog> } | undefined
-    const read = () => {
-      if (!backlog || Date.now() - backlog.at > 1_000) backlog = { at: Date.now(), value: store.backlog() }
-      return backlog.value
-    }
-    metrics.gauge('webhook_queue_depth', 'Pending webhook deliveries.', async () => (await read()).pending)
-    metrics.gauge('webhook_oldest_pending_age_seconds', 'Age of the oldest pending delivery.',
-      async () => (await read()).oldestAgeS)
+    registerQueueGauges(metrics, store, {
+      perSubscription: app.config.webhookSubscriptionMaxInFlight,
+      perTenant: app.config.webhookTenantMaxInFlight
+    })
   }
   app.decorate('webhooks', { ...service, workerStatus: () => worker?.snapshot() ?? null })
   if (worker) {

@@ -37,26 +37,20 @@ export interface ClaimedDelivery {
   previous: { secretCiphertext: string, signingScheme: SigningScheme } | null
   /** False when the subscription or its install is no longer active, or the app's key is off: cancel, don't send. */
   deliverable: boolean
-  /** The subscription's tenant, `org/entity`: the unit of fairness. */
-  tenant: string
-  /** Not yet proven (no success yet) or failing now: its attempts may hang, so they run in a capped lane. */
-  slow: boolean
 }
 
-/** What a worker holds in its slow lane now, so that a claim leaves room for everyone else (see claim()). */
-export interface Lanes {
-  /** Subscriptions left out of the candidates: slow ones whose lane (their own, their tenant's, or all) is full. */
-  excluded: string[]
-  /** Tenants whose slow lane is full. */
-  fullTenants: string[]
-  /** Slow attempts this claim may still start. */
-  slowRoom: number
-  /** Slow attempts in flight, per subscription and per tenant. */
-  slowBySubscription: Record<string, number>
-  slowByTenant: Record<string, number>
+/**
+ * The caps every claim respects, counted over the leases of all workers together
+ * (docs/webhook-delivery.md#fair-delivery): attempts in flight per subscription, and per tenant (org and entity, all
+ * its subscriptions together).
+ */
+export interface Caps {
   perSubscription: number
   perTenant: number
 }
+
+/** Claims are taken one at a time across all workers (a transaction-level advisory lock), so the caps hold globally. */
+const CLAIM_LOCK = 0x6d675f77 // "mg_w"
 
 /** The outcome of one attempt, as the worker records it. */
 export interface AttemptResult {
@@ -515,23 +509,22 @@ export function createWebhookStore (db: Db) {
     },
 
     /**
-     * Claims up to `limit` due deliveries, fairly (docs/webhook-delivery.md#fair-delivery). Candidates are the first
-     * due deliveries in due order, as cheap to find as an unfair claim, less those of `lanes.excluded` (subscriptions
-     * whose slow lane is full); among them, round-robin across subscriptions (each one's first due delivery before
-     * anyone's second), slow ones only as far as their lanes allow. `seen` tells the caller which candidates' were
-     * slow and not taken, so that its next claim leaves them out instead of finding them again; `picked` how many
-     * it chose, so that a claim that lost some to another worker's can be tried again at once.
+     * Claims up to `limit` due deliveries, fairly (docs/webhook-delivery.md#fair-delivery), inside the caller's
+     * transaction (after it has recorded the worker's finished attempts, so their leases no longer count). Claims
+     * are serialised across workers by an advisory lock held to the end of the transaction, so the caps hold for
+     * all workers together. The subscriptions with pending deliveries are found by a skip scan of the queue index,
+     * and each offers at most its room under the subscription cap, oldest due first. Then fair shares: an offer
+     * ranks by the slot it would take among its tenant's (attempts already in flight first, then the tenant's
+     * offers round robin over its subscriptions, those with fewer in flight first), lowest slots first, up to the
+     * tenant cap. The cost follows the number of subscriptions with pending work, never the length of a backlog.
      */
     async claim (
-      workerId: string, limit: number, leaseSeconds: number, lanes: Lanes
-    ): Promise<{
-      claimed: ClaimedDelivery[]
-      seen: Array<{ subscriptionId: string, tenant: string, slow: boolean }>
-      /** Deliveries the claim chose, some of which another worker may have locked first. */
-      picked: number
-    }> {
-      const rows = await db.query<{
-        id: string | null
+      q: Queryable, workerId: string, limit: number, leaseSeconds: number, caps: Caps
+    ): Promise<ClaimedDelivery[]> {
+      if (limit <= 0) return []
+      await q.query('select pg_advisory_xact_lock($1)', [CLAIM_LOCK])
+      const rows = await q.query<{
+        id: string
         attempts: number
         event_id: string
         topic: string
@@ -543,44 +536,51 @@ export function createWebhookStore (db: Db) {
         previous_secret_ciphertext: string | null
         previous_signing_scheme: SigningScheme | null
         deliverable: boolean
-        tenant: string
-        slow: boolean
-        picked: number
       }>(
-        `with due as (
-           select d.id, d.subscription_id, d.next_attempt_at from webhook_deliveries d
-            where d.status = 'pending' and d.next_attempt_at <= now()
-              and (d.locked_until is null or d.locked_until < now())
-              and d.subscription_id <> all($4::text[])
-            order by d.next_attempt_at
-            limit $1 * 4
+        `with recursive queues (subscription_id) as (
+           (select subscription_id from webhook_deliveries where status = 'pending' order by subscription_id limit 1)
+           union all
+           select (select d.subscription_id from webhook_deliveries d
+                    where d.status = 'pending' and d.subscription_id > q.subscription_id
+                    order by d.subscription_id limit 1)
+             from queues q where q.subscription_id is not null
+         ), leased as (
+           select d.subscription_id, count(*)::int as n from webhook_deliveries d
+            where d.status = 'pending' and d.locked_until is not null and d.locked_until >= now()
+            group by d.subscription_id
+         ), ready as (
+           select s.id, s.org_ref_id || '/' || s.entity_ref_id as tenant, coalesce(l.n, 0) as leased
+             from queues q
+             join webhook_subscriptions s on s.id = q.subscription_id
+             left join leased l on l.subscription_id = s.id
+         ), tenant_leased as (
+           select tenant, sum(leased)::int as n from ready group by tenant
          ), candidates as (
-           select due.*, s.org_ref_id || '/' || s.entity_ref_id as tenant,
-                  not (s.consecutive_failures = 0 and coalesce(s.last_delivery_status between 200 and 299, false))
-                    as slow
-             from due join webhook_subscriptions s on s.id = due.subscription_id
+           -- A subscription's k-th offer counts the attempts it already has in flight: those with fewer come first.
+           select r.tenant, c.id, c.next_attempt_at, r.leased + c.sub_rank as sub_rank
+             from ready r
+             cross join lateral (
+               select d.id, d.next_attempt_at, row_number() over (order by d.next_attempt_at, d.id) as sub_rank
+                 from webhook_deliveries d
+                where d.subscription_id = r.id and d.status = 'pending' and d.next_attempt_at <= now()
+                  and (d.locked_until is null or d.locked_until < now())
+                order by d.next_attempt_at, d.id
+                limit least($4::int - r.leased, $1::int)
+             ) c
+            where r.leased < $4::int
          ), ranked as (
-           select *, row_number() over (partition by subscription_id order by next_attempt_at, id) as sub_rank,
-                  row_number() over (partition by tenant, slow order by next_attempt_at, id) as tenant_rank
-             from candidates
-         ), allowed as (
-           select *, count(*) filter (where slow) over (order by sub_rank, next_attempt_at, id) as slow_rank
-             from ranked
-            where not slow
-               or (tenant <> all($5::text[])
-                   and sub_rank + coalesce(($7::jsonb ->> subscription_id)::int, 0) <= $8
-                   and tenant_rank + coalesce(($9::jsonb ->> tenant)::int, 0) <= $10)
+           -- The tenant's slot each offer would take: its attempts in flight, then its offers round robin.
+           select c.id, c.next_attempt_at,
+                  t.n + row_number() over (partition by c.tenant order by c.sub_rank, c.next_attempt_at, c.id) as slot
+             from candidates c join tenant_leased t on t.tenant = c.tenant
          ), picked as (
-           select id from allowed where not slow or slow_rank <= $6
-            order by sub_rank, next_attempt_at, id
-            limit $1
-         ), locked as (
-           select d.id from webhook_deliveries d join picked p on p.id = d.id
-            where d.status = 'pending' and (d.locked_until is null or d.locked_until < now())
-            for update of d skip locked
+           select id from ranked where slot <= $5::int
+            order by slot, next_attempt_at, id
+            limit $1::int
          ), claimed as (
            update webhook_deliveries d set locked_by = $2, locked_until = now() + make_interval(secs => $3)
-             from locked where d.id = locked.id
+             from picked p
+            where d.id = p.id and d.status = 'pending' and (d.locked_until is null or d.locked_until < now())
            returning d.id, d.attempts, d.event_id, d.subscription_id
          )
          select c.id, c.attempts, c.event_id, e.topic, e.body, c.subscription_id, s.target_url, s.secret_ciphertext,
@@ -588,49 +588,29 @@ export function createWebhookStore (db: Db) {
                 case when s.previous_secret_expires_at > now() then s.previous_secret_ciphertext end
                   as previous_secret_ciphertext,
                 s.previous_signing_scheme,
-                (s.is_active and i.status = 'active' and a.api_key_enabled) as deliverable,
-                k.tenant, k.slow, (select count(*)::int from picked) as picked
+                (s.is_active and i.status = 'active' and a.api_key_enabled) as deliverable
            from claimed c
-           join candidates k on k.id = c.id
            join webhook_events e on e.id = c.event_id
            join webhook_subscriptions s on s.id = c.subscription_id
            join installs i on i.install_id = s.install_id
-           join apps a on a.client_id = i.client_id
-         union all
-         select null, null, null, null, null, x.subscription_id, null, null, null, null, null, null, x.tenant, x.slow,
-                (select count(*)::int from picked)
-           from (select distinct subscription_id, tenant, slow from candidates
-                  where id not in (select id from claimed)) x`,
-        [limit, workerId, leaseSeconds, lanes.excluded, lanes.fullTenants, lanes.slowRoom,
-          JSON.stringify(lanes.slowBySubscription), lanes.perSubscription, JSON.stringify(lanes.slowByTenant),
-          lanes.perTenant]
+           join apps a on a.client_id = i.client_id`,
+        [limit, workerId, leaseSeconds, caps.perSubscription, caps.perTenant]
       )
-      const claimed: ClaimedDelivery[] = []
-      const seen: Array<{ subscriptionId: string, tenant: string, slow: boolean }> = []
-      for (const r of rows) {
-        if (r.id === null) {
-          seen.push({ subscriptionId: r.subscription_id, tenant: r.tenant, slow: r.slow })
-          continue
-        }
-        claimed.push({
-          id: r.id,
-          attempts: r.attempts,
-          eventId: r.event_id,
-          topic: r.topic,
-          body: r.body,
-          subscriptionId: r.subscription_id,
-          targetUrl: r.target_url,
-          secretCiphertext: r.secret_ciphertext,
-          signingScheme: r.signing_scheme,
-          previous: r.previous_secret_ciphertext
-            ? { secretCiphertext: r.previous_secret_ciphertext, signingScheme: r.previous_signing_scheme ?? 'legacy' }
-            : null,
-          deliverable: r.deliverable,
-          tenant: r.tenant,
-          slow: r.slow
-        })
-      }
-      return { claimed, seen, picked: rows[0]?.picked ?? 0 }
+      return rows.map(r => ({
+        id: r.id,
+        attempts: r.attempts,
+        eventId: r.event_id,
+        topic: r.topic,
+        body: r.body,
+        subscriptionId: r.subscription_id,
+        targetUrl: r.target_url,
+        secretCiphertext: r.secret_ciphertext,
+        signingScheme: r.signing_scheme,
+        previous: r.previous_secret_ciphertext
+          ? { secretCiphertext: r.previous_secret_ciphertext, signingScheme: r.previous_signing_scheme ?? 'legacy' }
+          : null,
+        deliverable: r.deliverable
+      }))
     },
 
     /** Appends attempts to the log and moves their deliveries on. */
@@ -704,6 +684,21 @@ export function createWebhookStore (db: Db) {
            from webhook_deliveries where status = 'pending'`
       )
       return { pending: row!.pending, oldestAgeS: Math.max(0, row!.oldest_age_s ?? 0) }
+    },
+
+    /**
+     * The queue per subscription, for operators' gauges: pending deliveries and attempts in flight (leased), with
+     * the subscription's tenant. One grouped pass over the pending rows; one row per subscription with work.
+     */
+    async queueBySubscription (): Promise<Array<{ tenant: string, pending: number, inFlight: number }>> {
+      const rows = await db.query<{ tenant: string, pending: number, in_flight: number }>(
+        `select s.org_ref_id || '/' || s.entity_ref_id as tenant, q.pending, q.in_flight
+           from (select subscription_id, count(*)::int as pending,
+                        count(*) filter (where locked_until >= now())::int as in_flight
+                   from webhook_deliveries where status = 'pending' group by subscription_id) q
+           join webhook_subscriptions s on s.id = q.subscription_id`
+      )
+      return rows.map(r => ({ tenant: r.tenant, pending: r.pending, inFlight: r.in_flight }))
     },
 
     /** Clears leases that expired (their worker died); returns how many. */

@@ -3,26 +3,23 @@ import { hostname } from 'node:os'
 import type { FastifyBaseLogger } from 'fastify'
 import { systemClock, type Clock } from '../../lib/clock.js'
 import type { Config } from '../config.js'
-import { DatabaseUnavailableError, type Db } from '../db/index.js'
+import { DatabaseUnavailableError, type Db, type Queryable } from '../db/index.js'
 import { Sender, type AttemptSender, type Outcome } from './sender.js'
 import { decryptSecret } from './signing.js'
 import {
   WAKEUP_CHANNEL,
   type AttemptResult,
+  type Caps,
   type ClaimedDelivery,
   type CounterUpdate,
   type DisabledReason,
-  type Lanes,
   type WebhookStore
 } from './store.js'
 
 /** The poll that backs up notifications, and picks up retries as they fall due. */
 const POLL_MS = 1_000
-/** Slow attempts (no success yet, or failing) one subscription may have in flight. */
-const SLOW_PER_SUBSCRIPTION = 2
-/** Slow subscriptions a worker remembers (the oldest forgotten first): each costs a few bytes and a claim filter. */
-const KNOWN_SLOW_MAX = 5_000
-const FLUSH_BATCH = 500
+/** Results one cycle records at most (one transaction). */
+const RECORD_BATCH = 500
 /** How long stop() waits for attempts in flight beyond their own time-out, to record them. */
 const DRAIN_MARGIN_MS = 2_000
 
@@ -30,14 +27,16 @@ const DRAIN_MARGIN_MS = 2_000
 export interface WorkerStatus {
   id: string
   running: boolean
+  /** Attempts being sent now. */
   inFlight: number
+  /** Attempts finished and not yet recorded: their slots are still taken. */
+  unrecorded: number
   attempted: number
-  claims: number
+  /** Transactions that recorded results and claimed deliveries, and their time in all (commit included). */
+  cycles: number
+  cycleMs: number
   claimed: number
-  claimMs: number
-  flushes: number
   recorded: number
-  flushMs: number
 }
 
 /**
@@ -86,7 +85,8 @@ export function counterUpdates (results: AttemptResult[]): CounterUpdate[] {
     }
     bySubscription.set(r.subscriptionId, u)
   }
-  return [...bySubscription.values()]
+  // In id order: workers recording at once lock the subscriptions' rows in the same order, so never deadlock.
+  return [...bySubscription.values()].sort((a, b) => a.subscriptionId < b.subscriptionId ? -1 : 1)
 }
 
 /**
@@ -132,38 +132,41 @@ export interface WorkerOptions {
   random?: () => number
 }
 
-/** Claims due deliveries, attempts them concurrently, and records the results in batches. */
+/**
+ * Claims due deliveries, attempts them concurrently, and records the results. One loop does both in one
+ * transaction per turn (record what finished, then claim), and a slot stays taken until its attempt is recorded:
+ * attempts sent and not recorded never exceed WEBHOOK_CONCURRENCY, so a worker killed at any moment sends again at
+ * most that many (docs/webhook-delivery.md#claims-leases-and-crashes).
+ */
 export class DeliveryWorker {
   private readonly status: WorkerStatus = {
     id: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
     running: false,
     inFlight: 0,
+    unrecorded: 0,
     attempted: 0,
-    claims: 0,
+    cycles: 0,
+    cycleMs: 0,
     claimed: 0,
-    claimMs: 0,
-    flushes: 0,
-    recorded: 0,
-    flushMs: 0
+    recorded: 0
   }
 
   private readonly sender: AttemptSender
   private readonly observe: (outcome: AttemptOutcome, seconds: number) => void
   private readonly clock: Clock
   private readonly random: () => number
-  /** Slow attempts in flight (ClaimedDelivery.slow), by subscription and by tenant: the lanes claim() respects. */
-  private readonly slowBySubscription = new Map<string, number>()
-  private readonly slowByTenant = new Map<string, number>()
-  private slowInFlight = 0
-  /** Subscriptions last seen slow, with their tenant: left out of claims while a lane they belong to is full. */
-  private readonly knownSlow = new Map<string, string>()
+  private readonly caps: Caps
+  /** Finished attempts waiting to be recorded, in completion order. */
   private pending: AttemptResult[] = []
-  private flushing: Promise<void> | undefined
   private wake: (() => void) | undefined
   /** A signal that arrived while the loop was busy: the loop must not then sleep. */
   private woken = false
   private loopDone: Promise<void> | undefined
+  /** When stop() gives up on attempts still in flight. */
+  private drainUntil = Infinity
   private reaper: NodeJS.Timeout | undefined
+  /** Since when the database has been failing the worker: one log line when it starts, one when it ends. */
+  private outageSince: number | undefined
 
   constructor (
     private readonly store: WebhookStore,
@@ -175,6 +178,7 @@ export class DeliveryWorker {
     this.observe = opts.observe ?? (() => {})
     this.clock = opts.clock ?? systemClock
     this.random = opts.random ?? Math.random
+    this.caps = { perSubscription: config.webhookSubscriptionMaxInFlight, perTenant: config.webhookTenantMaxInFlight }
     this.sender = opts.sender ?? new Sender({
       allowPrivate: config.webhookAllowPrivateTargets,
       caFile: config.webhookCaFile,
@@ -185,7 +189,7 @@ export class DeliveryWorker {
 
   /** A copy: callers read it, never change it. */
   snapshot (): WorkerStatus {
-    return { ...this.status }
+    return { ...this.status, unrecorded: this.pending.length }
   }
 
   async start (): Promise<void> {
@@ -200,7 +204,7 @@ export class DeliveryWorker {
             this.log.warn({ released: n }, 'released deliveries whose worker lease expired')
             this.signal()
           },
-          err => this.warn(err, 'lease reaper failed')
+          err => this.failed(err, 'releasing expired leases')
         )
       },
       Math.max(1_000, this.config.webhookLeaseSeconds * 500)
@@ -212,19 +216,31 @@ export class DeliveryWorker {
   async stop (): Promise<void> {
     if (!this.status.running) return
     this.status.running = false
+    this.drainUntil = Date.now() + this.config.webhookAttemptTimeoutSeconds * 1000 + DRAIN_MARGIN_MS
     clearInterval(this.reaper)
     this.signal()
     await this.loopDone
-    const deadline = Date.now() + this.config.webhookAttemptTimeoutSeconds * 1000 + DRAIN_MARGIN_MS
-    while (this.status.inFlight > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 10))
-    await this.flush()
     await this.sender.close()
   }
 
-  /** A database outage is logged by the database, once per interval; anything else is logged here. */
-  private warn (err: unknown, message: string, fields: Record<string, unknown> = {}): void {
-    if (err instanceof DatabaseUnavailableError) return
-    this.log.error({ err, ...fields }, message)
+  /**
+   * A failure of the database (or of anything the loop does with it): logged once, when it starts, with its
+   * message, not at every retry; `recovered()` logs the end. What was not recorded stays pending and is retried.
+   */
+  private failed (err: unknown, doing: string): void {
+    if (this.outageSince !== undefined) return
+    this.outageSince = Date.now()
+    const message = `webhook worker: ${doing} failed; retrying every second until it succeeds`
+    // The database being away is an outage the database plugin reports too: a warning, its message only. Anything
+    // else is a fault of ours: an error, with its stack, once.
+    if (err instanceof DatabaseUnavailableError) this.log.warn({ error: err.message }, message)
+    else this.log.error({ err }, message)
+  }
+
+  private recovered (): void {
+    if (this.outageSince === undefined) return
+    this.log.warn({ seconds: Math.round((Date.now() - this.outageSince) / 1000) }, 'webhook worker: working again')
+    this.outageSince = undefined
   }
 
   private signal (): void {
@@ -234,88 +250,62 @@ export class DeliveryWorker {
     wake?.()
   }
 
+  private async sleep (ms: number): Promise<void> {
+    await new Promise<void>(resolve => {
+      const timer = setTimeout(resolve, ms)
+      this.wake = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+  }
+
   private async loop (): Promise<void> {
     const { webhookConcurrency: concurrency, webhookLeaseSeconds: lease } = this.config
-    while (this.status.running) {
+    for (;;) {
       this.woken = false
-      const free = concurrency - this.status.inFlight
+      const claiming = this.status.running
+      if (!claiming && this.pending.length === 0 && (this.status.inFlight === 0 || Date.now() >= this.drainUntil)) {
+        return
+      }
+      const batch = this.pending.splice(0, RECORD_BATCH)
+      // The batch is recorded before the claim, in the same transaction: its slots are free for this claim; those
+      // of attempts in flight and of results still waiting are not.
+      const limit = claiming ? concurrency - this.status.inFlight - this.pending.length : 0
       let claimed: ClaimedDelivery[] = []
-      let lostRace = false
-      if (free > 0) {
+      let ok = true
+      if (batch.length > 0 || limit > 0) {
         const started = performance.now()
         try {
-          const claim = await this.store.claim(this.status.id, free, lease, this.lanes(concurrency))
-          claimed = claim.claimed
-          // Another worker locked some of what this claim chose first: there may be more to take right away.
-          lostRace = claim.claimed.length < claim.picked
-          for (const c of [...claim.claimed, ...claim.seen]) this.learn(c.subscriptionId, c.tenant, c.slow)
+          claimed = await this.db.tx(async q => {
+            await this.record(q, batch)
+            return limit > 0 ? this.store.claim(q, this.status.id, limit, lease, this.caps) : []
+          })
+          this.status.recorded += batch.length
+          this.status.claimed += claimed.length
+          this.recovered()
         } catch (err) {
-          this.warn(err, 'claiming deliveries failed')
+          ok = false
+          this.pending.unshift(...batch)
+          this.failed(err, batch.length > 0 ? 'recording delivery results' : 'claiming deliveries')
         }
-        this.status.claims++
-        this.status.claimed += claimed.length
-        this.status.claimMs += performance.now() - started
-        // Not awaited: attempts run side by side; each records its own outcome and never rejects.
-        for (const delivery of claimed) {
-          if (delivery.slow) this.countSlow(delivery, 1)
-          this.attempt(delivery).catch(err => this.warn(err, 'delivery attempt failed'))
-        }
+        this.status.cycles++
+        this.status.cycleMs += performance.now() - started
       }
-      if ((claimed.length > 0 && claimed.length === free) || lostRace || this.woken) continue
-      await new Promise<void>(resolve => {
-        const timer = setTimeout(resolve, POLL_MS)
-        this.wake = () => {
-          clearTimeout(timer)
-          resolve()
-        }
-      })
+      // Not awaited: attempts run side by side; each queues its result, never rejects, and signals the loop.
+      for (const delivery of claimed) this.attempt(delivery).catch(err => this.failed(err, 'a delivery attempt'))
+      if (!ok) {
+        if (!claiming && Date.now() >= this.drainUntil) return
+        await this.sleep(POLL_MS)
+        continue
+      }
+      if (this.woken || this.pending.length > 0 || (limit > 0 && claimed.length === limit)) continue
+      if (!claiming) {
+        await this.sleep(Math.max(0, Math.min(POLL_MS, this.drainUntil - Date.now())))
+        continue
+      }
+      await this.sleep(POLL_MS)
     }
-  }
-
-  /**
-   * Fair delivery (docs/webhook-delivery.md#fair-delivery): attempts that may hang — to subscriptions with no
-   * success yet, or failing now — get at most 2 slots per subscription, a quarter of the slots per tenant and half
-   * of them in all, so that a tenant of dead endpoints cannot hold every slot for 15 s at a time.
-   */
-  private lanes (concurrency: number): Lanes {
-    const perSubscription = SLOW_PER_SUBSCRIPTION
-    const perTenant = Math.max(1, Math.floor(concurrency / 4))
-    const slowRoom = Math.max(1, Math.floor(concurrency / 2)) - this.slowInFlight
-    const fullTenants = new Set([...this.slowByTenant].filter(([, n]) => n >= perTenant).map(([t]) => t))
-    const excluded = [...this.knownSlow].filter(([sub, tenant]) =>
-      slowRoom <= 0 || fullTenants.has(tenant) || (this.slowBySubscription.get(sub) ?? 0) >= perSubscription
-    ).map(([sub]) => sub)
-    return {
-      excluded,
-      fullTenants: [...fullTenants],
-      slowRoom,
-      slowBySubscription: Object.fromEntries(this.slowBySubscription),
-      slowByTenant: Object.fromEntries(this.slowByTenant),
-      perSubscription,
-      perTenant
-    }
-  }
-
-  /** What a claim saw of a subscription: slow ones are remembered (a bounded number), healthy ones forgotten. */
-  private learn (subscriptionId: string, tenant: string, slow: boolean): void {
-    if (!slow) {
-      this.knownSlow.delete(subscriptionId)
-      return
-    }
-    this.knownSlow.delete(subscriptionId)
-    this.knownSlow.set(subscriptionId, tenant)
-    if (this.knownSlow.size > KNOWN_SLOW_MAX) this.knownSlow.delete(this.knownSlow.keys().next().value!)
-  }
-
-  private countSlow (d: ClaimedDelivery, delta: 1 | -1): void {
-    const add = (m: Map<string, number>, k: string) => {
-      const n = (m.get(k) ?? 0) + delta
-      if (n > 0) m.set(k, n)
-      else m.delete(k)
-    }
-    add(this.slowBySubscription, d.subscriptionId)
-    add(this.slowByTenant, d.tenant)
-    this.slowInFlight += delta
   }
 
   private async attempt (d: ClaimedDelivery): Promise<void> {
@@ -395,47 +385,22 @@ export class DeliveryWorker {
       })
     } finally {
       this.status.inFlight--
-      if (d.slow) this.countSlow(d, -1)
+      // The result is recorded by the loop's next turn, with the claim that takes the slot again.
+      this.signal()
     }
-    // A slot is free: claim more while this result is being written, and again once it is (a retry may be due).
-    this.signal()
-    await this.flush()
-    this.signal()
   }
 
-  /** Records finished attempts in batches: one transaction for many results keeps up with a hot subscription. */
-  private async flush (): Promise<void> {
-    while (this.flushing) await this.flushing
-    if (this.pending.length === 0) return
-    const batch = this.pending.splice(0, FLUSH_BATCH)
-    const started = performance.now()
+  /** Writes finished attempts: the log, the deliveries' states, the subscriptions' counters, automatic disabling. */
+  private async record (q: Queryable, batch: AttemptResult[]): Promise<void> {
+    if (batch.length === 0) return
     const { webhookDisableAfterFailures: maxFailures, webhookDisableAfterHours: maxHours } = this.config
-    this.flushing = this.db
-      .tx(async q => {
-        await this.store.record(q, batch)
-        const updates = counterUpdates(batch)
-        const rows = await this.store.applyCounters(q, updates)
-        const crossed = crossedThresholds(rows, updates, maxFailures, maxHours, this.clock.now())
-        for (const reason of ['gone', 'consecutive_failures'] as const) {
-          await this.store.disable(
-            q,
-            crossed.filter(c => c.reason === reason).map(c => c.id),
-            reason
-          )
-        }
-        if (crossed.length > 0) this.log.warn({ disabled: crossed }, 'webhook subscriptions disabled')
-      })
-      .catch(err => {
-        // Not recorded: the leases expire and the deliveries are attempted again (at least once).
-        this.warn(err, 'recording delivery results failed', { deliveries: batch.length })
-      })
-      .finally(() => {
-        this.status.flushes++
-        this.status.recorded += batch.length
-        this.status.flushMs += performance.now() - started
-        this.flushing = undefined
-      })
-    await this.flushing
-    if (this.pending.length > 0) await this.flush()
+    await this.store.record(q, batch)
+    const updates = counterUpdates(batch)
+    const rows = await this.store.applyCounters(q, updates)
+    const crossed = crossedThresholds(rows, updates, maxFailures, maxHours, this.clock.now())
+    for (const reason of ['gone', 'consecutive_failures'] as const) {
+      await this.store.disable(q, crossed.filter(c => c.reason === reason).map(c => c.id), reason)
+    }
+    if (crossed.length > 0) this.log.warn({ disabled: crossed }, 'webhook subscriptions disabled')
   }
 }

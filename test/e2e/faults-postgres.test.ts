@@ -171,6 +171,8 @@ async function main (t: Test): Promise<void> {
     t.equal(service.child.exitCode, null, 'the service is still running')
     const errorLines = service.output().split('\n').filter(l => /Unhandled|uncaught|"level":(50|60)/i.test(l))
     t.same(errorLines.map(l => l.slice(0, 600)), [], 'no crash and no error-level log line')
+    const stacks = service.output().split('\n').filter(l => l.includes('"stack"'))
+    t.same(stacks.map(l => l.slice(0, 600)), [], 'no stack trace: an outage is a line with its message')
     const outageLines = service.output().split('\n').filter(l => l.includes('postgres unavailable'))
     t.ok(outageLines.length > 0 && outageLines.length < 40,
       `the outage is logged once per interval, not per request (${outageLines.length} lines)`)

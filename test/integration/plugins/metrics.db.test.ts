@@ -120,6 +120,14 @@ t.test('deliveries: attempts by outcome, queue depth and age, one log line per a
   t.equal(value(text, 'webhook_delivery_duration_seconds_count'), 2)
   t.equal(value(text, 'webhook_queue_depth'), 1, 'the failed one waits for its retry')
   t.ok((value(text, 'webhook_oldest_pending_age_seconds') ?? -1) >= 0)
+  t.equal(value(text, `webhook_tenant_backlog{tenant="${i.orgRefId}/${i.entityRefId}"}`), 1,
+    'the backlog of the tenant, one of the top ten')
+  t.equal(value(text, 'webhook_tenants_with_backlog'), 1)
+  t.equal(value(text, 'webhook_subscriptions_with_backlog'), 1)
+  t.equal(value(text, 'webhook_subscription_backlog_max'), 1)
+  t.equal(value(text, 'webhook_subscription_in_flight_max'), 0, 'the retry waits: nothing in flight')
+  t.equal(value(text, 'webhook_tenants_at_cap'), 0)
+  t.equal(value(text, 'webhook_subscriptions_at_cap'), 0)
 
   const attempts = lines.map(l => JSON.parse(l)).filter(l => l.msg === 'webhook delivery attempt')
   t.equal(attempts.length, 2, 'one line per attempt')

@@ -6,11 +6,11 @@ import { join } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
 import t, { type Test } from 'tap'
 import { loadConfig, type Config } from '../../../../plugins/config.js'
-import type { Db } from '../../../../plugins/db/index.js'
 import type { Attempt, Outcome } from '../../../../plugins/webhooks/sender.js'
 import { encryptSecret } from '../../../../plugins/webhooks/signing.js'
+import { DatabaseUnavailableError, type Db } from '../../../../plugins/db/index.js'
 import type {
-  AttemptResult, ClaimedDelivery, CounterUpdate, DisabledReason, Lanes, WebhookStore
+  AttemptResult, Caps, ClaimedDelivery, CounterUpdate, DisabledReason, WebhookStore
 } from '../../../../plugins/webhooks/store.js'
 import { DeliveryWorker, type AttemptOutcome } from '../../../../plugins/webhooks/worker.js'
 import { ManualClock } from '../../../support/clock.js'
@@ -18,26 +18,40 @@ import { ManualClock } from '../../../support/clock.js'
 const baseConfig = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-worker-')), LOG_LEVEL: 'silent' })
 const configWith = (c: Partial<Config>): Config => ({ ...baseConfig, ...c })
 
-type Seen = { subscriptionId: string, tenant: string, slow: boolean }
 type Row = { id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }
 
-/** A store whose claims answer what the test queued, and which keeps counters as the SQL of applyCounters does. */
+/**
+ * A store whose claims answer what the test queued, and which keeps counters as the SQL of applyCounters does.
+ * `log` is the order of what happened, transaction by transaction: `record <ids>`, `claim <limit>`, `commit`.
+ */
 class FakeStore {
-  claims: Array<{ limit: number, lanes: Lanes }> = []
-  queue: Array<{ claimed: ClaimedDelivery[], seen?: Seen[], picked?: number }> = []
+  claims: Array<{ limit: number, caps: Caps }> = []
+  queue: ClaimedDelivery[][] = []
   recorded: AttemptResult[] = []
+  log: string[] = []
+  /** Errors the next claims throw, one each. */
+  failures: Error[] = []
   updates: CounterUpdate[][] = []
   disabled: Array<{ ids: string[], reason: DisabledReason }> = []
   cancelled: string[] = []
   rows = new Map<string, Row>()
 
-  async claim (_worker: string, limit: number, _lease: number, lanes: Lanes) {
-    this.claims.push({ limit, lanes })
-    const next = this.queue.shift() ?? { claimed: [] }
-    return { claimed: next.claimed, seen: next.seen ?? [], picked: next.picked ?? next.claimed.length }
+  async claim (_q: unknown, _worker: string, limit: number, _lease: number, caps: Caps) {
+    const failure = this.failures.shift()
+    if (failure) throw failure
+    this.claims.push({ limit, caps })
+    this.log.push(`claim ${limit}`)
+    if (limit === 0) return []
+    return (this.queue.shift() ?? []).slice(0, limit)
   }
 
-  async record (_q: unknown, results: AttemptResult[]) { this.recorded.push(...results) }
+  /** Results recorded in the open transaction: kept at its commit, dropped when it fails. */
+  staged: AttemptResult[] = []
+
+  async record (_q: unknown, results: AttemptResult[]) {
+    this.log.push(`record ${results.map(r => r.deliveryId).join(',')}`)
+    this.staged.push(...results)
+  }
 
   async applyCounters (_q: unknown, updates: CounterUpdate[]): Promise<Row[]> {
     this.updates.push(updates)
@@ -90,7 +104,12 @@ class FakeSender {
   async close () { this.closed = true }
 }
 
-const silent = { info () {}, warn () {}, error () {} } as unknown as FastifyBaseLogger
+/** A logger that keeps the messages of warnings and errors. */
+function logger () {
+  const lines: Array<{ level: string, msg: string, fields: Record<string, unknown> }> = []
+  const at = (level: string) => (fields: Record<string, unknown>, msg: string) => { lines.push({ level, msg, fields }) }
+  return { lines, log: { info () {}, warn: at('warn'), error: at('error') } as unknown as FastifyBaseLogger }
+}
 
 /** A few turns of the event loop, until `cond` holds (the worker's steps are promise chains, not timers). */
 async function until (cond: () => boolean, what: string) {
@@ -109,17 +128,27 @@ function setup (t: Test, config: Partial<Config> = {}) {
   let notify: () => void = () => {}
   const db = {
     listen: async (_channel: string, fn: () => void) => { notify = fn },
-    tx: async <T>(fn: (q: unknown) => Promise<T>) => fn({})
+    tx: async <T>(fn: (q: unknown) => Promise<T>) => {
+      try {
+        const result = await fn({})
+        store.recorded.push(...store.staged)
+        store.log.push('commit')
+        return result
+      } finally {
+        store.staged = []
+      }
+    }
   } as unknown as Db
   const cfg = configWith({ webhookConcurrency: 4, ...config })
-  const worker = new DeliveryWorker(store as unknown as WebhookStore, db, cfg, silent, {
+  const { lines, log } = logger()
+  const worker = new DeliveryWorker(store as unknown as WebhookStore, db, cfg, log, {
     observe: o => observed.push(o), clock, sender, random: () => 0.5
   })
   t.teardown(async () => {
     for (const s of sender.sent) s.answer({ status: 200 })
     await worker.stop()
   })
-  const delivery = (id: string, sub: string, tenant: string, slow: boolean, more: Partial<ClaimedDelivery> = {}) => ({
+  const delivery = (id: string, sub: string, more: Partial<ClaimedDelivery> = {}): ClaimedDelivery => ({
     id,
     attempts: 0,
     eventId: `evt_${id}`,
@@ -131,96 +160,98 @@ function setup (t: Test, config: Partial<Config> = {}) {
     signingScheme: 'standard' as const,
     previous: null,
     deliverable: true,
-    tenant,
-    slow,
     ...more
   })
-  return { store, sender, clock, observed, worker, delivery, cfg, wake: () => notify() }
+  return { store, sender, clock, observed, worker, delivery, cfg, lines, wake: () => notify() }
 }
 
-t.test('the lanes: slow attempts capped per subscription, per tenant and in all; healthy ones not', async t => {
+t.test('a slot stays taken until its attempt is recorded, and the record goes with the next claim', async t => {
   const { store, sender, worker, delivery, wake } = setup(t)
-  // Four slots: 2 slow per subscription, 1 slow per tenant (a quarter), 2 slow in all (a half).
-  store.queue.push({
-    claimed: [delivery('d1', 'A', 'T', true)],
-    seen: [{ subscriptionId: 'B', tenant: 'T', slow: true }, { subscriptionId: 'H', tenant: 'U', slow: false }]
-  })
+  store.queue.push([delivery('d1', 'A'), delivery('d2', 'B')])
   await worker.start()
-  await until(() => sender.sent.length === 1, 'the first attempt')
-  t.same(store.claims[0], {
-    limit: 4,
-    lanes: {
-      excluded: [],
-      fullTenants: [],
-      slowRoom: 2,
-      slowBySubscription: {},
-      slowByTenant: {},
-      perSubscription: 2,
-      perTenant: 1
-    }
-  }, 'an idle worker: every slot free, nothing excluded')
-
-  store.queue.push({ claimed: [delivery('d2', 'C', 'U', true)] })
+  await until(() => sender.sent.length === 2, 'both attempts')
   wake()
-  await until(() => sender.sent.length === 2, 'the second attempt')
-  t.same(store.claims[1], {
-    limit: 3,
-    lanes: {
-      excluded: ['A', 'B'],
-      fullTenants: ['T'],
-      slowRoom: 1,
-      slowBySubscription: { A: 1 },
-      slowByTenant: { T: 1 },
-      perSubscription: 2,
-      perTenant: 1
-    }
-  }, "tenant T's slow lane is full: its slow subscriptions, the one in flight and the one seen, are left out")
+  await until(() => store.claims.length === 2, 'the claim a notification asks for')
+  t.same(store.claims.map(c => c.limit), [4, 2], 'four slots, then the two not in flight')
+  t.same(store.claims[0]!.caps, { perSubscription: 8, perTenant: 16 }, 'the caps of the configuration')
 
-  store.queue.push({ claimed: [delivery('d3', 'H', 'U', false)] })
-  wake()
-  await until(() => sender.sent.length === 3, 'the third attempt')
-  t.same(store.claims[2]!.lanes, {
-    excluded: ['A', 'B', 'C'],
-    fullTenants: ['T', 'U'],
-    slowRoom: 0,
-    slowBySubscription: { A: 1, C: 1 },
-    slowByTenant: { T: 1, U: 1 },
-    perSubscription: 2,
-    perTenant: 1
-  }, 'half the slots slow: every known slow subscription waits')
-
-  wake()
-  await until(() => store.claims.length === 4, 'a fourth claim')
-  t.equal(store.claims[3]!.limit, 1, 'one slot left')
-  t.same(store.claims[3]!.lanes.slowBySubscription, { A: 1, C: 1 }, 'a healthy attempt takes no slow room')
-
+  store.log.length = 0
   sender.sent[0]!.answer({ status: 200 })
-  await until(() => store.claims.length >= 5 && store.recorded.length === 1, 'the claim after the first answer')
-  t.same(store.claims.at(-1)!.lanes, {
-    excluded: ['C'],
-    fullTenants: ['U'],
-    slowRoom: 1,
-    slowBySubscription: { C: 1 },
-    slowByTenant: { U: 1 },
-    perSubscription: 2,
-    perTenant: 1
-  }, "A's slot is free again: tenant T's subscriptions may be claimed, U's slow lane is still full")
-  t.equal(worker.snapshot().inFlight, 2)
+  await until(() => store.recorded.length === 1, 'the first result recorded')
+  t.same(store.log.slice(0, 3), ['record d1', 'claim 3', 'commit'],
+    'the result is recorded in the transaction of the claim that reuses its slot, before it')
+  t.match(worker.snapshot(), { inFlight: 1, unrecorded: 0, recorded: 1 })
+
+  // The database fails: the second result cannot be recorded, and its slot is not given to a new attempt.
+  store.failures.push(new DatabaseUnavailableError('refused', { cause: new Error('ECONNREFUSED') }))
+  store.log.length = 0
+  sender.sent[1]!.answer({ status: 200 })
+  await until(() => store.failures.length === 0, 'the failed cycle')
+  t.match(worker.snapshot(), { inFlight: 0, unrecorded: 1, recorded: 1 }, 'the result waits, its slot still taken')
+  // After a failure the worker waits for the poll or a signal: the test signals at every turn instead of waiting.
+  await until(() => {
+    wake()
+    return store.recorded.length === 2 && store.log.at(-1) === 'commit'
+  }, 'the second result recorded once the database answers')
+  t.same(store.log.slice(-3), ['record d2', 'claim 4', 'commit'])
+  t.same(store.recorded.map(r => r.deliveryId), ['d1', 'd2'], 'each result recorded once')
 })
 
-t.test('a claim that lost picks to another worker claims again at once', async t => {
-  const { store, sender, worker, delivery } = setup(t)
-  store.queue.push({ claimed: [delivery('d1', 'A', 'T', false)], picked: 3 })
-  store.queue.push({ claimed: [delivery('d2', 'B', 'T', false)] })
+t.test('never more attempts sent and unrecorded than slots, whatever the order of the answers', async t => {
+  const { store, sender, worker, delivery, wake } = setup(t)
+  for (let n = 0; n < 6; n++) store.queue.push([0, 1, 2, 3].map(i => delivery(`d${n}-${i}`, `S${i}`)))
+  store.failures.push(...[1, 2, 3].map(() => new DatabaseUnavailableError('timeout', { cause: new Error('slow') })))
   await worker.start()
-  await until(() => sender.sent.length === 2, 'both attempts, without a notification or the poll')
-  t.same(store.claims.map(c => c.limit), [4, 3])
+  let answered = 0
+  for (let step = 0; step < 40 && answered < 24; step++) {
+    const open = sender.sent.slice(answered)
+    // Answer the newest first, one at a time, checking the bound after every turn of the worker.
+    open.at(-1)?.answer({ status: step % 3 === 0 ? 500 : 200 })
+    if (open.length > 0) answered++
+    wake()
+    for (let n = 0; n < 5; n++) await new Promise(resolve => setImmediate(resolve))
+    const s = worker.snapshot()
+    t.ok(s.inFlight + s.unrecorded <= 4, `step ${step}: ${s.inFlight} in flight + ${s.unrecorded} unrecorded <= 4`)
+  }
+  t.ok(store.claims.every(c => c.limit <= 4))
+})
+
+t.test('an idle worker claims again only when woken: an answer, a notification or the poll', async t => {
+  const { store, sender, worker, delivery, wake } = setup(t)
+  store.queue.push([delivery('d1', 'A')])
+  await worker.start()
+  await until(() => sender.sent.length === 1, 'the attempt')
+  for (let n = 0; n < 50; n++) await new Promise(resolve => setImmediate(resolve))
+  t.same(store.claims.map(c => c.limit), [4], 'a claim that found less than it asked for is not repeated at once')
+  wake()
+  await until(() => store.claims.length === 2, 'the claim a notification asks for')
+  sender.sent[0]!.answer({ status: 200 })
+  await until(() => store.claims.length === 3, 'the claim after the answer')
+  t.same(store.claims.map(c => c.limit), [4, 3, 4])
+})
+
+t.test('a database outage is logged once when it starts and once when it ends, without a stack', async t => {
+  const { store, worker, lines, wake } = setup(t)
+  const outage = () => new DatabaseUnavailableError('refused', { cause: new Error('connect ECONNREFUSED') })
+  store.failures.push(outage(), outage(), outage(), outage(), outage())
+  await worker.start()
+  // After a failure the worker waits for the poll or a signal: the test signals at every turn instead of waiting.
+  await until(() => {
+    wake()
+    return lines.some(l => l.msg.includes('working again'))
+  }, 'five failed cycles, then one that succeeds')
+  t.equal(store.failures.length, 0, 'all five failures met')
+  t.same(lines.map(l => [l.level, l.msg]), [
+    ['warn', 'webhook worker: claiming deliveries failed; retrying every second until it succeeds'],
+    ['warn', 'webhook worker: working again']
+  ])
+  t.same(lines[0]!.fields, { error: 'database unavailable (refused)' }, 'the message, not the error object')
 })
 
 t.test('the retry schedule, Retry-After and the end of the schedule, on the worker\'s clock', async t => {
   const { store, sender, clock, observed, worker, delivery, wake } = setup(t, { webhookRetrySchedule: [60, 600] })
   const t0 = clock.now()
-  store.queue.push({ claimed: [delivery('d1', 'S', 'T', true)] })
+  store.queue.push([delivery('d1', 'S')])
   await worker.start()
   await until(() => sender.sent.length === 1, 'the first attempt')
   t.match(sender.sent[0]!.attempt, { eventId: 'evt_d1', attempt: 1, keys: [{ secret: 'whsec_current' }] })
@@ -236,7 +267,7 @@ t.test('the retry schedule, Retry-After and the end of the schedule, on the work
   }, 'the first retry: the first entry of the schedule after the attempt, by the worker\'s clock')
 
   clock.advance(60_000)
-  store.queue.push({ claimed: [delivery('d1', 'S', 'T', true, { attempts: 1 })] })
+  store.queue.push([delivery('d1', 'S', { attempts: 1 })])
   wake()
   await until(() => sender.sent.length === 2, 'the second attempt')
   t.equal(sender.sent[1]!.attempt.attempt, 2)
@@ -245,7 +276,7 @@ t.test('the retry schedule, Retry-After and the end of the schedule, on the work
   t.same(store.recorded[1]!.nextAttemptAt, new Date(t0 + 60_000 + 90_000), 'Retry-After, within twice 600 s')
 
   clock.advance(90_000)
-  store.queue.push({ claimed: [delivery('d1', 'S', 'T', true, { attempts: 2 })] })
+  store.queue.push([delivery('d1', 'S', { attempts: 2 })])
   wake()
   await until(() => sender.sent.length === 3, 'the third attempt')
   sender.sent[2]!.answer({ status: 0, errorClass: 'timeout', error: 'timed out after 15 s' })
@@ -267,7 +298,7 @@ t.test('disabling: a long streak only once it is old enough on the worker\'s clo
   let n = 0
   const fail = async (sub: string, attempts: number, status = 500) => {
     n++
-    store.queue.push({ claimed: [delivery(`d${n}`, sub, 'T', true, { attempts })] })
+    store.queue.push([delivery(`d${n}`, sub, { attempts })])
     wake()
     await until(() => sender.sent.length === n, `attempt ${n}`)
     sender.sent[n - 1]!.answer({ status })
@@ -293,12 +324,12 @@ t.test('disabling: a long streak only once it is old enough on the worker\'s clo
 
 t.test('an undeliverable claim is cancelled, never sent; a sender that throws is an internal failure', async t => {
   const { store, sender, observed, worker, delivery, wake } = setup(t)
-  store.queue.push({ claimed: [delivery('gone', 'X', 'T', false, { deliverable: false })] })
+  store.queue.push([delivery('gone', 'X', { deliverable: false })])
   await worker.start()
   await until(() => store.cancelled.length === 1, 'the cancellation')
   t.same(store.cancelled, ['gone'])
   t.equal(sender.sent.length, 0)
-  store.queue.push({ claimed: [delivery('d2', 'Y', 'T', false)] })
+  store.queue.push([delivery('d2', 'Y')])
   wake()
   await until(() => sender.sent.length === 1, 'the attempt')
   sender.sent[0]!.answer(new Error('boom'))
@@ -309,11 +340,9 @@ t.test('an undeliverable claim is cancelled, never sent; a sender that throws is
 
 t.test('during a rotation\'s overlap both secrets sign', async t => {
   const { store, sender, worker, delivery, cfg } = setup(t)
-  store.queue.push({
-    claimed: [delivery('d1', 'R', 'T', false, {
-      previous: { secretCiphertext: encryptSecret(cfg.webhookSecretKey, 'R', 'whsec_old'), signingScheme: 'legacy' }
-    })]
-  })
+  store.queue.push([delivery('d1', 'R', {
+    previous: { secretCiphertext: encryptSecret(cfg.webhookSecretKey, 'R', 'whsec_old'), signingScheme: 'legacy' }
+  })])
   await worker.start()
   await until(() => sender.sent.length === 1, 'the attempt')
   t.same(sender.sent[0]!.attempt.keys, [
@@ -323,7 +352,7 @@ t.test('during a rotation\'s overlap both secrets sign', async t => {
 
 t.test('stop lets the attempt in flight finish, records it, then closes the sender', async t => {
   const { store, sender, worker, delivery } = setup(t)
-  store.queue.push({ claimed: [delivery('d1', 'A', 'T', false)] })
+  store.queue.push([delivery('d1', 'A')])
   await worker.start()
   await until(() => sender.sent.length === 1, 'the attempt')
   let stopped = false
