@@ -26,7 +26,7 @@ import {
   fmt, loadSlice, sleep, mergeSlices, nodeAndCpus, now, positiveInt, positiveInts, printTable, runBench, stamp,
   summary, waitFor, type Cleanup
 } from './lib.js'
-import { TOPIC, webhookFixture } from './fixtures.js'
+import { paidInvoice, TOPIC, webhookFixture } from './fixtures.js'
 import { ensureBuilt, freePort, startService } from './processes.js'
 
 const BATCHES = positiveInts('BENCH_BATCHES', [1, 100], 100)
@@ -64,7 +64,7 @@ async function main (cleanups: Cleanup[]): Promise<void> {
     topic: TOPIC,
     org_ref_id: tenant.orgRefId,
     entity_ref_id: tenant.entityRefId,
-    data: { invoice_id: `inv_${n}`, total: '1250.00', currency: 'INR', paid_at: '2026-11-25T10:00:00Z' }
+    data: paidInvoice(n, '2026-11-25T10:00:00Z')
   })
   const rows: Row[] = []
   for (const batch of BATCHES) {

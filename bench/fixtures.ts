@@ -1,12 +1,22 @@
 import { rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { buildApp, type AppInstance } from '../app.js'
+import { sampleRecord } from '../lib/sandbox.js'
 import { loadConfig } from '../plugins/config.js'
+import { RECORD_SAMPLES } from '../schemas/records.js'
 import type { Installed } from '../test/support/helper.js'
 import { benchDatabase, devSecrets, discard, tempDir, testHelpers, type Cleanup } from './lib.js'
 import { startReceiver, type ReceiverProcess } from './processes.js'
 
 export const TOPIC = 'invoice.paid'
+
+/**
+ * The `data` of an invoice.paid event as a producer sends it since records are checked: the schema's example
+ * invoice, paid, with the id `inv_<n>` and changed `at` (now by default).
+ */
+export function paidInvoice (n: number | string, at = new Date().toISOString()): Record<string, unknown> {
+  return { ...sampleRecord(TOPIC, RECORD_SAMPLES, at)!, id: `inv_${n}` }
+}
 
 /**
  * What the webhook benchmarks start from: a fresh database, the HTTPS receiver in a process of its own, and one

@@ -45,6 +45,7 @@ import type { WorkerStatus } from '../plugins/webhooks/worker.js'
 import type { EventBody } from '../schemas/events.js'
 import type { Installed } from '../test/support/helper.js'
 import { selfSigned } from '../test/support/receiver.js'
+import { paidInvoice } from './fixtures.js'
 import {
   benchConfig, benchDatabase, fmt, list, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, postgresCpuSeconds,
   printTable, quantile, queryable, runBench, sleep, stamp, summary, tempDir, verdict, waitFor, type Cleanup
@@ -237,13 +238,7 @@ function eventFor (tenant: Installed, n: number): Static<typeof EventBody> {
     topic: TOPIC,
     org_ref_id: tenant.orgRefId,
     entity_ref_id: tenant.entityRefId,
-    data: {
-      invoice_id: `inv_${String(n).padStart(8, '0')}`,
-      customer_id: 'cus_0001',
-      total: '1250.00',
-      currency: 'INR',
-      paid_at: new Date().toISOString()
-    }
+    data: paidInvoice(String(n).padStart(8, '0'))
   }
 }
 

@@ -522,7 +522,10 @@ export function createWebhookStore (db: Db) {
       q: Queryable, workerId: string, limit: number, leaseSeconds: number, caps: Caps
     ): Promise<ClaimedDelivery[]> {
       if (limit <= 0) return []
-      await q.query('select pg_advisory_xact_lock($1)', [CLAIM_LOCK])
+      // Plain index scans, not bitmap scans, for the rest of the transaction: a plain scan marks the index entries of
+      // deliveries already recorded as dead when it meets them, so the next claims skip them; a bitmap scan would
+      // visit the leases of the last minute again at every claim, whatever the statistics say.
+      await q.query("select pg_advisory_xact_lock($1), set_config('enable_bitmapscan', 'off', true)", [CLAIM_LOCK])
       const rows = await q.query<{
         id: string
         attempts: number
@@ -537,27 +540,46 @@ export function createWebhookStore (db: Db) {
         previous_signing_scheme: SigningScheme | null
         deliverable: boolean
       }>(
-        `with recursive queues (subscription_id) as (
-           (select subscription_id from webhook_deliveries where status = 'pending' order by subscription_id limit 1)
+        `with recursive queues (subscription_id, head_at) as (
+           -- A skip scan of the queue index: each subscription with pending deliveries, and its earliest due time.
+           (select subscription_id, next_attempt_at from webhook_deliveries where status = 'pending'
+             order by subscription_id, next_attempt_at limit 1)
            union all
-           select (select d.subscription_id from webhook_deliveries d
-                    where d.status = 'pending' and d.subscription_id > q.subscription_id
-                    order by d.subscription_id limit 1)
-             from queues q where q.subscription_id is not null
+           select n.subscription_id, n.next_attempt_at
+             from queues q
+             cross join lateral (
+               select d.subscription_id, d.next_attempt_at from webhook_deliveries d
+                where d.status = 'pending' and d.subscription_id > q.subscription_id
+                order by d.subscription_id, d.next_attempt_at limit 1
+             ) n
          ), leased as (
+           -- Attempts in flight, all workers: the unexpired leases (never more than the workers' slots).
            select d.subscription_id, count(*)::int as n from webhook_deliveries d
             where d.status = 'pending' and d.locked_until is not null and d.locked_until >= now()
             group by d.subscription_id
-         ), ready as (
-           select s.id, s.org_ref_id || '/' || s.entity_ref_id as tenant, coalesce(l.n, 0) as leased
-             from queues q
-             join webhook_subscriptions s on s.id = q.subscription_id
-             left join leased l on l.subscription_id = s.id
          ), tenant_leased as (
-           select tenant, sum(leased)::int as n from ready group by tenant
+           select s.org_ref_id || '/' || s.entity_ref_id as tenant, sum(l.n)::int as n
+             from leased l join webhook_subscriptions s on s.id = l.subscription_id
+            group by 1
+         ), ready as (
+           -- The subscriptions with something due and room under their cap, each tenant's in fair order (fewest
+           -- in flight, then the oldest due first), as many as the tenant has room for: each offers at least one.
+           select * from (
+             select s.id, x.tenant, x.leased, coalesce(t.n, 0) as tenant_leased,
+                    row_number() over (partition by x.tenant order by x.leased, q.head_at, s.id) as k
+               from queues q
+               join webhook_subscriptions s on s.id = q.subscription_id
+               cross join lateral (
+                 select s.org_ref_id || '/' || s.entity_ref_id as tenant,
+                        coalesce((select n from leased l where l.subscription_id = s.id), 0) as leased
+               ) x
+               left join tenant_leased t on t.tenant = x.tenant
+              where q.head_at <= now() and x.leased < $4::int
+           ) r
+            where r.k <= $5::int - r.tenant_leased
          ), candidates as (
            -- A subscription's k-th offer counts the attempts it already has in flight: those with fewer come first.
-           select r.tenant, c.id, c.next_attempt_at, r.leased + c.sub_rank as sub_rank
+           select r.tenant, r.tenant_leased, c.id, c.next_attempt_at, r.leased + c.sub_rank as sub_rank
              from ready r
              cross join lateral (
                select d.id, d.next_attempt_at, row_number() over (order by d.next_attempt_at, d.id) as sub_rank
@@ -565,14 +587,13 @@ export function createWebhookStore (db: Db) {
                 where d.subscription_id = r.id and d.status = 'pending' and d.next_attempt_at <= now()
                   and (d.locked_until is null or d.locked_until < now())
                 order by d.next_attempt_at, d.id
-                limit least($4::int - r.leased, $1::int)
+                limit least($4::int - r.leased, $5::int - r.tenant_leased, $1::int)
              ) c
-            where r.leased < $4::int
          ), ranked as (
            -- The tenant's slot each offer would take: its attempts in flight, then its offers round robin.
-           select c.id, c.next_attempt_at,
-                  t.n + row_number() over (partition by c.tenant order by c.sub_rank, c.next_attempt_at, c.id) as slot
-             from candidates c join tenant_leased t on t.tenant = c.tenant
+           select id, next_attempt_at,
+                  tenant_leased + row_number() over (partition by tenant order by sub_rank, next_attempt_at, id) as slot
+             from candidates
          ), picked as (
            select id from ranked where slot <= $5::int
             order by slot, next_attempt_at, id
@@ -613,56 +634,77 @@ export function createWebhookStore (db: Db) {
       }))
     },
 
-    /** Appends attempts to the log and moves their deliveries on. */
-    async record (q: Queryable, results: AttemptResult[]): Promise<void> {
-      if (results.length === 0) return
-      await q.query(
-        `insert into webhook_attempts
-           (id, delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body, error,
-            error_class, request_headers, response_headers)
-         select 'att_' || replace(gen_random_uuid()::text, '-', ''), r.delivery_id, r.subscription_id, r.attempt,
-                r.attempted_at, r.duration_ms, r.response_status, r.response_body, r.error, r.error_class,
-                r.request_headers::jsonb, r.response_headers::jsonb
-           from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
-                       $8::text[], $9::text[], $10::text[], $11::text[])
-             as r(delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body,
-                  error, error_class, request_headers, response_headers)`,
-        columns(
-          results,
-          r => r.deliveryId,
-          r => r.subscriptionId,
-          r => r.attempt,
-          r => r.attemptedAt,
-          r => r.durationMs,
-          r => r.status,
-          r => r.responseBody,
-          r => r.error,
-          r => r.errorClass,
-          r => JSON.stringify(r.requestHeaders),
-          r => (r.responseHeaders ? JSON.stringify(r.responseHeaders) : null)
-        )
-      )
-      // A delivery cancelled while its attempt was in flight stays cancelled.
-      await q.query(
-        `update webhook_deliveries d set
-           attempts = greatest(d.attempts, r.attempt),
-           status = case when d.status = 'cancelled' then 'cancelled'
-                         when r.succeeded then 'succeeded'
-                         when r.next_at is null then 'failed'
-                         else 'pending' end,
-           next_attempt_at = coalesce(r.next_at, d.next_attempt_at),
-           completed_at = case when r.succeeded or r.next_at is null then now() else null end,
-           locked_by = null,
-           locked_until = null
-         from unnest($1::text[], $2::int[], $3::bool[], $4::timestamptz[]) as r(id, attempt, succeeded, next_at)
-         where d.id = r.id`,
-        columns(
-          results,
-          r => r.deliveryId,
-          r => r.attempt,
-          r => r.succeeded,
-          r => r.nextAttemptAt
-        )
+    /**
+     * Records finished attempts in one statement: appends them to the log, moves their deliveries on (ending their
+     * leases), and applies the counter updates to their subscriptions; returns the subscriptions' new streaks.
+     */
+    async record (
+      q: Queryable, results: AttemptResult[], updates: CounterUpdate[]
+    ): Promise<Array<{ id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }>> {
+      if (results.length === 0) return []
+      return q.query(
+        `with attempts as (
+           insert into webhook_attempts
+             (id, delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body,
+              error, error_class, request_headers, response_headers)
+           select 'att_' || replace(gen_random_uuid()::text, '-', ''), r.delivery_id, r.subscription_id, r.attempt,
+                  r.attempted_at, r.duration_ms, r.response_status, r.response_body, r.error, r.error_class,
+                  r.request_headers::jsonb, r.response_headers::jsonb
+             from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::int[], $6::int[], $7::text[],
+                         $8::text[], $9::text[], $10::text[], $11::text[])
+               as r(delivery_id, subscription_id, attempt, attempted_at, duration_ms, response_status, response_body,
+                    error, error_class, request_headers, response_headers)
+         ), deliveries as (
+           -- A delivery cancelled while its attempt was in flight stays cancelled.
+           update webhook_deliveries d set
+             attempts = greatest(d.attempts, r.attempt),
+             status = case when d.status = 'cancelled' then 'cancelled'
+                           when r.succeeded then 'succeeded'
+                           when r.next_at is null then 'failed'
+                           else 'pending' end,
+             next_attempt_at = coalesce(r.next_at, d.next_attempt_at),
+             completed_at = case when r.succeeded or r.next_at is null then now() else null end,
+             locked_by = null,
+             locked_until = null
+           from unnest($1::text[], $3::int[], $12::bool[], $13::timestamptz[]) as r(id, attempt, succeeded, next_at)
+           where d.id = r.id
+         )
+         update webhook_subscriptions s set
+           last_delivery_at = r.last_at,
+           last_delivery_status = r.last_status,
+           consecutive_failures = case when r.reset then r.failures else s.consecutive_failures + r.failures end,
+           failing_since = case when r.reset then r.streak_start else coalesce(s.failing_since, r.streak_start) end
+         from unnest($14::text[], $15::timestamptz[], $16::int[], $17::bool[], $18::int[], $19::timestamptz[])
+           as r(id, last_at, last_status, reset, failures, streak_start)
+         where s.id = r.id
+         returning s.id, s.consecutive_failures, s.failing_since, s.is_active`,
+        [
+          ...columns(
+            results,
+            r => r.deliveryId,
+            r => r.subscriptionId,
+            r => r.attempt,
+            r => r.attemptedAt,
+            r => r.durationMs,
+            r => r.status,
+            r => r.responseBody,
+            r => r.error,
+            r => r.errorClass,
+            r => JSON.stringify(r.requestHeaders),
+            r => (r.responseHeaders ? JSON.stringify(r.responseHeaders) : null),
+            r => r.succeeded,
+            r => r.nextAttemptAt
+          ),
+          ...columns(
+            updates,
+            u => u.subscriptionId,
+            u => u.lastAt,
+            u => u.lastStatus,
+            u => u.reset,
+            u => u.failures,
+            u => u.streakStart
+          )
+        ]
       )
     },
 
@@ -708,31 +750,6 @@ export function createWebhookStore (db: Db) {
           where status = 'pending' and locked_until < now() returning id`
       )
       return rows.length
-    },
-
-    /** Applies a batch of attempt results to the counters; returns the subscriptions' new streaks. */
-    async applyCounters (q: Queryable, updates: CounterUpdate[]) {
-      if (updates.length === 0) return []
-      return q.query<{ id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }>(
-        `update webhook_subscriptions s set
-           last_delivery_at = r.last_at,
-           last_delivery_status = r.last_status,
-           consecutive_failures = case when r.reset then r.failures else s.consecutive_failures + r.failures end,
-           failing_since = case when r.reset then r.streak_start else coalesce(s.failing_since, r.streak_start) end
-         from unnest($1::text[], $2::timestamptz[], $3::int[], $4::bool[], $5::int[], $6::timestamptz[])
-           as r(id, last_at, last_status, reset, failures, streak_start)
-         where s.id = r.id
-         returning s.id, s.consecutive_failures, s.failing_since, s.is_active`,
-        columns(
-          updates,
-          u => u.subscriptionId,
-          u => u.lastAt,
-          u => u.lastStatus,
-          u => u.reset,
-          u => u.failures,
-          u => u.streakStart
-        )
-      )
     },
 
     disable

@@ -263,6 +263,8 @@ export class DeliveryWorker {
   private async loop (): Promise<void> {
     const { webhookConcurrency: concurrency, webhookLeaseSeconds: lease } = this.config
     for (;;) {
+      // Attempts answered in the same turn of the event loop are recorded together: a batch, not one at a time.
+      if (this.status.inFlight > 0) await new Promise(resolve => setImmediate(resolve))
       this.woken = false
       const claiming = this.status.running
       if (!claiming && this.pending.length === 0 && (this.status.inFlight === 0 || Date.now() >= this.drainUntil)) {
@@ -394,9 +396,8 @@ export class DeliveryWorker {
   private async record (q: Queryable, batch: AttemptResult[]): Promise<void> {
     if (batch.length === 0) return
     const { webhookDisableAfterFailures: maxFailures, webhookDisableAfterHours: maxHours } = this.config
-    await this.store.record(q, batch)
     const updates = counterUpdates(batch)
-    const rows = await this.store.applyCounters(q, updates)
+    const rows = await this.store.record(q, batch, updates)
     const crossed = crossedThresholds(rows, updates, maxFailures, maxHours, this.clock.now())
     for (const reason of ['gone', 'consecutive_failures'] as const) {
       await this.store.disable(q, crossed.filter(c => c.reason === reason).map(c => c.id), reason)

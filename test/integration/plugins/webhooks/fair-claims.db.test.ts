@@ -4,6 +4,7 @@
 // robin across tenants and subscriptions, and that a backlog never hides anyone else's due delivery.
 import t, { type Test } from 'tap'
 import { createWebhookStore, type Caps, type ClaimedDelivery } from '../../../../plugins/webhooks/store.js'
+import { counterUpdates } from '../../../../plugins/webhooks/worker.js'
 import { build, install, type Installed } from '../../../support/helper.js'
 import { invoice, nth } from '../../../support/records.js'
 import { publishRaw, receiverEnv, subscribe } from '../../../support/webhooks.js'
@@ -44,7 +45,7 @@ const claim = (worker: string, limit: number, caps: Caps): Promise<ClaimedDelive
 
 /** Records every claimed delivery as delivered: their leases end, as a worker's cycle ends them. */
 async function finish (claimed: ClaimedDelivery[]): Promise<void> {
-  await app.db.tx(q => store.record(q, claimed.map(c => ({
+  const results = claimed.map(c => ({
     deliveryId: c.id,
     subscriptionId: c.subscriptionId,
     attempt: c.attempts + 1,
@@ -58,7 +59,8 @@ async function finish (claimed: ClaimedDelivery[]): Promise<void> {
     responseHeaders: {},
     succeeded: true,
     nextAttemptAt: null
-  }))))
+  }))
+  await app.db.tx(q => store.record(q, results, counterUpdates(results)))
 }
 
 /** How many of the claimed deliveries each subscription got, in the tenants' subscription order. */

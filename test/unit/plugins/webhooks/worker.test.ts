@@ -21,7 +21,7 @@ const configWith = (c: Partial<Config>): Config => ({ ...baseConfig, ...c })
 type Row = { id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }
 
 /**
- * A store whose claims answer what the test queued, and which keeps counters as the SQL of applyCounters does.
+ * A store whose claims answer what the test queued, and which keeps counters as the SQL of record() does.
  * `log` is the order of what happened, transaction by transaction: `record <ids>`, `claim <limit>`, `commit`.
  */
 class FakeStore {
@@ -48,12 +48,9 @@ class FakeStore {
   /** Results recorded in the open transaction: kept at its commit, dropped when it fails. */
   staged: AttemptResult[] = []
 
-  async record (_q: unknown, results: AttemptResult[]) {
+  async record (_q: unknown, results: AttemptResult[], updates: CounterUpdate[]): Promise<Row[]> {
     this.log.push(`record ${results.map(r => r.deliveryId).join(',')}`)
     this.staged.push(...results)
-  }
-
-  async applyCounters (_q: unknown, updates: CounterUpdate[]): Promise<Row[]> {
     this.updates.push(updates)
     return updates.map(u => {
       const r = this.rows.get(u.subscriptionId) ??
@@ -173,7 +170,7 @@ t.test('a slot stays taken until its attempt is recorded, and the record goes wi
   wake()
   await until(() => store.claims.length === 2, 'the claim a notification asks for')
   t.same(store.claims.map(c => c.limit), [4, 2], 'four slots, then the two not in flight')
-  t.same(store.claims[0]!.caps, { perSubscription: 8, perTenant: 16 }, 'the caps of the configuration')
+  t.same(store.claims[0]!.caps, { perSubscription: 16, perTenant: 32 }, 'the caps of the configuration')
 
   store.log.length = 0
   sender.sent[0]!.answer({ status: 200 })
