@@ -21,9 +21,9 @@
  *   BENCH_DRAIN_TIMEOUT         seconds to wait for all of a workload's deliveries (default 120)
  *   BENCH_LOG_LEVEL             the app's LOG_LEVEL (default info: one request line per POST /events)
  *   BENCH_INLINE=1              run the receiver on the app's own thread instead of a worker thread
- *   BENCH_PHASES                comma-separated, default all: latency,a,a-drain,b,b-drain,ceiling,fair
- *   BENCH_FAIR_SUBSCRIPTIONS    fair phase: black-hole subscriptions of one tenant (default 50)
- *   BENCH_FAIR_EVENTS           fair phase: events to them before and during the measurement (default 20)
+ *   BENCH_PHASES                comma-separated, default all: latency,a,a-drain,b,b-drain,ceiling
+ *
+ * Fair delivery beside slow, dead and failing receivers has its own benchmark: bench/fairness.ts.
  *
  * A (subscription, event) pair that never arrives is an error (exit 1); missed targets are not.
  */
@@ -62,9 +62,7 @@ const DRAIN_TIMEOUT_S = positiveInt('BENCH_DRAIN_TIMEOUT', 120)
 const WEBHOOK_CONCURRENCY = process.env.BENCH_WEBHOOK_CONCURRENCY
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL || 'info'
 const INLINE = process.env.BENCH_INLINE === '1'
-const PHASES = list('BENCH_PHASES', ['latency', 'a', 'a-drain', 'b', 'b-drain', 'ceiling', 'fair'])
-const FAIR_SUBSCRIPTIONS = positiveInt('BENCH_FAIR_SUBSCRIPTIONS', 50)
-const FAIR_EVENTS = positiveInt('BENCH_FAIR_EVENTS', 20)
+const PHASES = list('BENCH_PHASES', ['latency', 'a', 'a-drain', 'b', 'b-drain', 'ceiling'])
 const PER_INSTALL = 50
 const LATENCY_WARMUP = 10
 const TOPIC = 'invoice.paid'
@@ -482,37 +480,6 @@ async function latency (app: AppInstance, setPhase: (t: Tally) => void, tenant: 
 }
 
 /**
- * Fair delivery: a tenant whose endpoints accept the connection and never answer (each attempt holds a
- * worker slot for the full 15 s) keeps receiving events, while the healthy single subscription gets events one at a
- * time; the figure is its event → first attempt, as in the latency phase but with the worker busy.
- */
-async function fairness (
-  app: AppInstance, setPhase: (t: Tally) => void, single: Installed, path: string, dark: Installed, holes: number
-) {
-  const tally = new Tally()
-  setPhase(tally)
-  const samples: number[] = []
-  for (let n = 0; n < LATENCY_EVENTS; n++) {
-    // Keep the black holes fed: a new event to every one of them every tenth healthy event.
-    if (n % Math.max(1, Math.floor(LATENCY_EVENTS / FAIR_EVENTS)) === 0) await publish(app, dark, holes)
-    const t0 = now()
-    const id = await publish(app, single, 1)
-    const key = `${path} ${id}`
-    if (!await waitFor(() => tally.firstAt.has(key), 30_000, 1)) throw new Error(`fair event ${id} did not arrive`)
-    samples.push(tally.firstAt.get(key)! - t0)
-    if (LATENCY_GAP_MS > 0) await sleep(LATENCY_GAP_MS)
-  }
-  const sorted = [...samples].sort((a, b) => a - b)
-  return {
-    n: samples.length,
-    p50: quantile(sorted, 0.5),
-    p99: quantile(sorted, 0.99),
-    max: sorted[sorted.length - 1]!,
-    inFlight: workerStatus(app).inFlight
-  }
-}
-
-/**
  * The same receiver without the database: undici POSTs, as many connections and as many in flight as the worker,
  * the same `ca` option as the worker's Agent (plugins/webhooks/sender.ts), the same body size and header names.
  * Measured in slices spread over the run; each slice first sends untimed warm-up POSTs (at least 1,000 and 4 per
@@ -792,28 +759,6 @@ async function main (cleanups: Cleanup[]): Promise<void> {
       results.map(r => r.duplicates).join(' / '),
       results.map(r => verdict(r.deliveredPerS >= TARGET_RATE)).join(' / '),
       verdict(lat.p50 <= TARGET_P50_MS)].join(' | ') + ' |')
-  }
-
-  if (PHASES.has('fair')) {
-    // Last: its hanging attempts would slow every phase after it.
-    const holes = createServer({ key, cert }, () => {})
-    await new Promise<void>(resolve => holes.listen(0, '127.0.0.1', resolve))
-    cleanups.push(() => new Promise<void>(resolve => { holes.closeAllConnections(); holes.close(() => resolve()) }))
-    const dark = await install(app)
-    for (let k = 0; k < FAIR_SUBSCRIPTIONS; k++) {
-      await subscribe(app, dark, `https://127.0.0.1:${(holes.address() as AddressInfo).port}/hole/${k}`)
-    }
-    await publish(app, dark, FAIR_SUBSCRIPTIONS)
-    await sleep(500)
-    const f = await fairness(app, setPhase, single, singlePath, dark, FAIR_SUBSCRIPTIONS)
-    console.log('')
-    console.log(`fairness: ${FAIR_SUBSCRIPTIONS} black-hole subscriptions in one tenant fed ${FAIR_EVENTS} events, ` +
-      `${f.n} events one at a time to another tenant, worker ${f.inFlight} of ${concurrency} slots busy at the end:`)
-    console.log(`  event to first attempt: p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms, ` +
-      `max ${fmt(f.max, 1)} ms  target p50 <= 250 ms ${verdict(f.p50 <= 250)}, ` +
-      `p99 <= 1000 ms ${verdict(f.p99 <= 1000)}`)
-    summary('webhooks: fairness, healthy tenant event to first attempt p50 / p99',
-      `${fmt(f.p50, 1)} / ${fmt(f.p99, 1)} ms`, { text: '<= 250 / 1,000 ms', met: f.p50 <= 250 && f.p99 <= 1000 })
   }
 
   if (logs.problems.length > 0) {
