@@ -40,6 +40,37 @@ export interface Page { bodies: string, next: { updatedAt: Date, id: string } | 
  */
 export function createRecordStore (db: Db, kind: RecordKind) {
   const table = kind.plural
+
+  /**
+   * Single-record lookups waiting for the end of this turn of the event loop. Requests that arrive together (under
+   * load a turn reads many sockets) share one round trip and one statement, which costs the service and Postgres
+   * far less than one each (BENCHMARKS.md, accounting records); alone, a lookup waits for nothing but the turn's
+   * end. Each still reads the database after its request arrived, so it sees every change committed before.
+   */
+  let waiting: Array<{
+    orgRefId: string
+    entityRefId: string
+    id: string
+    resolve: (body: string | undefined) => void
+    reject: (err: unknown) => void
+  }> = []
+  async function lookUp (): Promise<void> {
+    const batch = waiting
+    waiting = []
+    try {
+      const rows = await db.query<{ i: string, body: string }>(
+        `select u.i, t.body
+           from unnest($1::text[], $2::text[], $3::text[]) with ordinality as u(org_ref_id, entity_ref_id, id, i)
+           join ${table} t on t.org_ref_id = u.org_ref_id and t.entity_ref_id = u.entity_ref_id and t.id = u.id`,
+        [batch.map(b => b.orgRefId), batch.map(b => b.entityRefId), batch.map(b => b.id)]
+      )
+      const found = new Map(rows.map(r => [Number(r.i), r.body]))
+      batch.forEach((b, k) => b.resolve(found.get(k + 1)))
+    } catch (err) {
+      for (const b of batch) b.reject(err)
+    }
+  }
+
   return {
     /**
      * Keeps each record unless the kept copy is as new or newer (by `updated_at`): late, repeated and out-of-order
@@ -62,13 +93,14 @@ export function createRecordStore (db: Db, kind: RecordKind) {
       )
     },
 
-    /** The JSON text of one record of the tenant; undefined when the tenant has none with this id. */
-    async get (orgRefId: string, entityRefId: string, id: string): Promise<string | undefined> {
-      const [row] = await db.query<{ body: string }>(
-        `select body from ${table} where org_ref_id = $1 and entity_ref_id = $2 and id = $3`,
-        [orgRefId, entityRefId, id]
-      )
-      return row?.body
+    /**
+     * The JSON text of one record of the tenant; undefined when the tenant has none with this id. Lookups asked for
+     * in the same turn of the event loop go to the database together, in one statement (`lookUp` above).
+     */
+    get (orgRefId: string, entityRefId: string, id: string): Promise<string | undefined> {
+      return new Promise((resolve, reject) => {
+        if (waiting.push({ orgRefId, entityRefId, id, resolve, reject }) === 1) setImmediate(lookUp)
+      })
     },
 
     /**

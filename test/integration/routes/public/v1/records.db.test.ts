@@ -731,6 +731,15 @@ t.test('a record of another tenant is a 404, like one that does not exist', asyn
       t.notOk(res.headers.etag)
       t.notOk(ids((await read(other, `/${kind}`)).json()[kind]).includes('only_a'), `${kind}, ${name}: not listed`)
     }
+    // Asked at the same moment (lookups of one turn share a statement), each tenant still gets only its own.
+    const together = await Promise.all([
+      read(a, `/${kind}/shared`), read(sameAppElsewhere, `/${kind}/shared`), read(otherAppElsewhere, `/${kind}/only_a`),
+      read(a, `/${kind}/only_a`), read(sameOrgOtherEntity, `/${kind}/shared`), read(a, `/${kind}/shared`)
+    ])
+    t.same(together.map(r => r.statusCode), [200, 200, 404, 200, 404, 200], `${kind}: asked together`)
+    t.same(together.filter(r => r.statusCode === 200).map(r => r.json().id), ['shared', 'shared', 'only_a', 'shared'])
+    t.equal(together[0]!.body, together[5]!.body, `${kind}: the same record asked twice together, the same answer`)
+    t.not(together[0]!.body, together[1]!.body, `${kind}: the same id in two tenants asked together, two records`)
     // Another tenant's path with one's own token: refused before anything is looked up.
     for (const url of [`/${kind}/only_a`, `/${kind}`]) {
       const res = await read(a, url, {}, otherAppElsewhere.accessToken)
