@@ -18,6 +18,7 @@ for (const [net, prefix] of [
   ['172.16.0.0', 12],
   ['192.0.0.0', 24],
   ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
   ['192.168.0.0', 16],
   ['198.18.0.0', 15],
   ['198.51.100.0', 24],
@@ -120,6 +121,8 @@ export async function checkTargetUrl (raw: string, allowPrivate: boolean): Promi
   }
   if (url.protocol !== 'https:') return 'target_url must be an HTTPS URL.'
   if (url.username || url.password) return 'target_url must not contain user info.'
+  // A fragment is never sent to the receiver: a URL with one does not say where deliveries go.
+  if (raw.includes('#')) return 'target_url must not contain a fragment.'
   if (allowPrivate) return undefined
   const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '')
   if (host === 'localhost' || host.endsWith('.localhost')) return 'target_url must not point at localhost.'

@@ -52,6 +52,9 @@ t.test('creation refuses every private target', async t => {
     'https://localhost./x',
     'https://LOCALHOST./x',
     'https://192.0.2.10/x',
+    'https://192.88.99.1/x',
+    'https://hooks.example.com/x#fragment',
+    'https://hooks.example.com/x#',
     ' https://hooks.example.com/x',
     'https://hooks.example.com/x\n',
     'https:hooks.example.com/x',
@@ -80,7 +83,9 @@ t.test('address ranges', async t => {
     '::',
     '::ffff:0:127.0.0.1',
     '::ffff:0:a00:1',
-    '2001:0:4136:e378:8000:63bf:3fff:fdd2'
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    '192.88.99.1',
+    '2002:c058:6301::'
   ]) {
     t.equal(isBlockedAddress(a), true, a)
   }
@@ -102,6 +107,8 @@ t.test('address ranges', async t => {
     'WEBHOOK_ALLOW_PRIVATE_TARGETS lifts the address rule'
   )
   t.match(await checkTargetUrl('http://127.0.0.1/x', true), 'HTTPS', 'but never the scheme rule')
+  t.equal(await checkTargetUrl('https://hooks.example.com/x#part', true), 'target_url must not contain a fragment.',
+    'nor the fragment rule')
 })
 
 t.test('at connection time the resolved address is checked and used', async t => {
