@@ -791,7 +791,7 @@ function recordStatements (t: Test): string[] {
   const seen: string[] = []
   const query = app.db.query
   app.db.query = (async (sql: string, params?: unknown[]) => {
-    if (/\b(from|into)\s+(invoices|bills|customers)\b/.test(sql)) seen.push(sql)
+    if (/\b(from|into|join)\s+(invoices|bills|customers)\b/.test(sql)) seen.push(sql)
     return query.call(app.db, sql, params)
   }) as typeof query
   t.teardown(() => { app.db.query = query })
