@@ -206,10 +206,11 @@ const program = new Command('marketplace-gateway')
   .helpCommand('help [command]', 'print the help of a command')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride()
-  .addHelpText('after', '\nWith no command, serve. Configuration comes from the environment: see README.md.')
+  .addHelpText('after',
+    '\n`serve` starts the service (`npm start` runs it). Configuration comes from the environment: see README.md.')
 
 program.command('serve')
-  .description('run the service (the default; what npm start runs)')
+  .description('run the service (what npm start runs)')
   .action(async () => {
     const { serve } = await import('./server.js')
     await serve(await loadConfigOrExit())
@@ -301,8 +302,9 @@ clientKey.command('enable')
   .argument('<client_id>')
   .action((clientId: string) => setClientKey(clientId, true))
 
+// With no command, the help: starting a server is what `serve` (and `npm start`) says, never a surprise.
 const args = process.argv.slice(2)
-program.parseAsync(args.length === 0 ? ['serve'] : args, { from: 'user' }).catch((err: unknown) => {
+program.parseAsync(args.length === 0 ? ['help'] : args, { from: 'user' }).catch((err: unknown) => {
   if (err instanceof CommanderError) {
     // commander has printed the help, the version or the error already; a usage error exits 2, as shells expect.
     process.exit(err.exitCode === 0 ? 0 : 2)

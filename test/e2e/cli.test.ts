@@ -89,6 +89,11 @@ t.test('the top-level help lists every command; --version prints the package ver
     t.match(long.stdout, new RegExp(`\\n  ${words[0]}\\b`), `lists ${words[0]}`)
   }
   t.equal(short.stdout, long.stdout, '-h')
+  const state = await untouched(t)
+  const bare = await runCli([], state.env)
+  t.same([bare.code, bare.stdout], [0, long.stdout], 'no command: the help, not a server')
+  t.same(await state.changed(), { files: [], tables: 0 }, 'and nothing was started or written')
+  t.match(long.stdout, /`serve` starts the service/)
   t.equal(word.stdout, long.stdout, 'help')
   t.same([v.code, v.stdout, V.stdout], [0, `${version}\n`, `${version}\n`], `--version and -v print ${version}`)
 })
