@@ -50,6 +50,14 @@ function bounds (args: ListArgs): Date | undefined {
   return since
 }
 
+/**
+ * Postgres can neither store nor compare text with NUL. Such an argument is refused here, before the statement it
+ * would make fail is shared with other requests (the store batches the requests of one turn).
+ */
+function refuseNul (...texts: Array<string | undefined>): void {
+  if (texts.some(t => t?.includes('\0'))) throw errors.nulCharacter()
+}
+
 /** A strong entity tag: the same bytes, the same tag (a record changes only with a newer updated_at). */
 const etagOf = (body: string): string => `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
 
@@ -66,12 +74,15 @@ export function createRecordService (kind: RecordKind, store: RecordStore) {
     async list (p: Principal, args: ListArgs): Promise<string> {
       const descending = args.order === '-updated_at'
       const limit = args.limit ?? DEFAULT_LIMIT
+      const partyId = kind.document ? args[kind.document.filter] : undefined
+      const after = args.cursor === undefined ? undefined : readCursor(kind, descending, args.cursor)
+      refuseNul(partyId, after?.id)
       const page = await store.list(p.orgRefId, p.entityRefId, {
         updatedSince: bounds(args),
         status: args.status,
-        partyId: kind.document ? args[kind.document.filter] : undefined,
+        partyId,
         dueBefore: kind.document ? args.due_before : undefined,
-        after: args.cursor === undefined ? undefined : readCursor(kind, descending, args.cursor),
+        after,
         descending,
         limit
       })
@@ -81,6 +92,7 @@ export function createRecordService (kind: RecordKind, store: RecordStore) {
 
     /** One record of the tenant; not_found when the tenant has none with this id (another tenant's included). */
     async get (p: Principal, id: string): Promise<RecordRead> {
+      refuseNul(id)
       const body = await store.get(p.orgRefId, p.entityRefId, id)
       if (body === undefined) throw errors.recordNotFound(kind.title)
       return { body, etag: etagOf(body) }

@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db/types.js'
+import { perTurn } from '../../lib/per-turn.js'
 import type { RecordKind } from './kinds.js'
 
 /** One kept record: what lists filter and order on, and the JSON text as it was sent. */
@@ -42,34 +43,36 @@ export function createRecordStore (db: Db, kind: RecordKind) {
   const table = kind.plural
 
   /**
-   * Single-record lookups waiting for the end of this turn of the event loop. Requests that arrive together (under
-   * load a turn reads many sockets) share one round trip and one statement, which costs the service and Postgres
-   * far less than one each (BENCHMARKS.md, accounting records); alone, a lookup waits for nothing but the turn's
-   * end. Each still reads the database after its request arrived, so it sees every change committed before.
+   * Single-record lookups of one turn of the event loop, in one statement (`perTurn`). Every argument of a batched
+   * statement must be one Postgres takes (no NUL: the service refuses it first), or the others' requests fail too.
    */
-  let waiting: Array<{
-    orgRefId: string
-    entityRefId: string
-    id: string
-    resolve: (body: string | undefined) => void
-    reject: (err: unknown) => void
-  }> = []
-  async function lookUp (): Promise<void> {
-    const batch = waiting
-    waiting = []
-    try {
-      const rows = await db.query<{ i: string, body: string }>(
-        `select u.i, t.body
-           from unnest($1::text[], $2::text[], $3::text[]) with ordinality as u(org_ref_id, entity_ref_id, id, i)
-           join ${table} t on t.org_ref_id = u.org_ref_id and t.entity_ref_id = u.entity_ref_id and t.id = u.id`,
-        [batch.map(b => b.orgRefId), batch.map(b => b.entityRefId), batch.map(b => b.id)]
-      )
-      const found = new Map(rows.map(r => [Number(r.i), r.body]))
-      batch.forEach((b, k) => b.resolve(found.get(k + 1)))
-    } catch (err) {
-      for (const b of batch) b.reject(err)
+  const lookUp = perTurn(async (calls: Array<{ orgRefId: string, entityRefId: string, id: string }>) => {
+    const rows = await db.query<{ i: string, body: string }>(
+      `select u.i, t.body
+         from unnest($1::text[], $2::text[], $3::text[]) with ordinality as u(org_ref_id, entity_ref_id, id, i)
+         join ${table} t on t.org_ref_id = u.org_ref_id and t.entity_ref_id = u.entity_ref_id and t.id = u.id`,
+      [calls.map(c => c.orgRefId), calls.map(c => c.entityRefId), calls.map(c => c.id)]
+    )
+    const found = new Map(rows.map(r => [Number(r.i), r.body]))
+    return calls.map((_, k) => found.get(k + 1))
+  })
+
+  /** The pages of one turn of the event loop, in one statement: one branch of a `union all` each (`perTurn`). */
+  const listPages = perTurn(async (calls: PageQuery[]) => {
+    const params: unknown[] = []
+    const branches = calls.map((c, k) => `select ${k} as k, p.* from (${pageStatement(table, c, params)}) p`)
+    const rows = await db.query<{ k: number, bodies: string | null, more: boolean, at_ms: string | null, id: string | null }>(
+      branches.join('\nunion all\n'), params
+    )
+    const byCall: Page[] = []
+    for (const row of rows) {
+      byCall[row.k] = {
+        bodies: row.bodies ?? '',
+        next: row.more ? { updatedAt: new Date(Number(row.at_ms)), id: row.id! } : undefined
+      }
     }
-  }
+    return byCall
+  })
 
   return {
     /**
@@ -98,54 +101,48 @@ export function createRecordStore (db: Db, kind: RecordKind) {
      * in the same turn of the event loop go to the database together, in one statement (`lookUp` above).
      */
     get (orgRefId: string, entityRefId: string, id: string): Promise<string | undefined> {
-      return new Promise((resolve, reject) => {
-        if (waiting.push({ orgRefId, entityRefId, id, resolve, reject }) === 1) setImmediate(lookUp)
-      })
+      return lookUp({ orgRefId, entityRefId, id })
     },
 
     /**
-     * A page of the tenant's records in (updated_at, id) order, after a position: a range of the sync index
-     * whatever the depth (keyset, no OFFSET). Only the filters given are in the statement. One more record than
-     * the page holds is read, to know whether another page follows. The database joins the page's bodies into one
-     * text and answers one row, instead of a row per record (a node-postgres row, its Date and its strings cost
-     * more than the bytes they carry).
+     * A page of the tenant's records in (updated_at, id) order (`pageStatement`). Pages asked for in the same turn
+     * of the event loop are read together, in one statement (`listPages` above).
      */
-    async list (orgRefId: string, entityRefId: string, f: ListFilter): Promise<Page> {
-      const params: unknown[] = [orgRefId, entityRefId]
-      const where = ['org_ref_id = $1', 'entity_ref_id = $2']
-      const add = (sql: (n: string) => string, value: unknown) => {
-        params.push(value)
-        where.push(sql(`$${params.length}`))
-      }
-      if (f.updatedSince) add(n => `updated_at >= ${n}`, f.updatedSince)
-      if (f.status !== undefined) add(n => `status = ${n}`, f.status)
-      if (f.partyId !== undefined) add(n => `party_id = ${n}`, f.partyId)
-      if (f.dueBefore !== undefined) add(n => `due_date < ${n}::date`, f.dueBefore)
-      if (f.after) {
-        params.push(f.after.updatedAt, f.after.id)
-        const [at, id] = [`$${params.length - 1}::timestamptz`, `$${params.length}`]
-        where.push(`(updated_at, id) ${f.descending ? '<' : '>'} (${at}, ${id})`)
-      }
-      const direction = f.descending ? 'desc' : 'asc'
-      const order = `order by updated_at ${direction}, id ${direction}`
-      params.push(f.limit + 1, f.limit)
-      const [read, shown] = [`$${params.length - 1}`, `$${params.length}`]
-      // The last record shown: its instant in whole milliseconds (what a JavaScript Date keeps of it).
-      const [row] = await db.query<{ bodies: string | null, more: boolean, at_ms: string | null, id: string | null }>(
-        `select string_agg(body, ',' order by n) filter (where n <= ${shown}) as bodies,
-                count(*) > ${shown} as more,
-                min(floor(extract(epoch from updated_at) * 1000)::int8) filter (where n = ${shown}) as at_ms,
-                min(id) filter (where n = ${shown}) as id
-           from (select body, updated_at, id, row_number() over (${order}) as n
-                   from ${table} where ${where.join(' and ')} ${order} limit ${read}) page`,
-        params
-      )
-      return {
-        bodies: row?.bodies ?? '',
-        next: row?.more ? { updatedAt: new Date(Number(row.at_ms)), id: row.id! } : undefined
-      }
+    list (orgRefId: string, entityRefId: string, f: ListFilter): Promise<Page> {
+      return listPages({ orgRefId, entityRefId, f })
     }
   }
+}
+
+interface PageQuery { orgRefId: string, entityRefId: string, f: ListFilter }
+
+/**
+ * The statement of one page, its parameters appended to `params`: a range of the sync index in (updated_at, id)
+ * order after a position, whatever the depth (keyset, no OFFSET), with only the filters given. One more record than
+ * the page holds is read, to know whether another page follows. The database joins the page's bodies into one text
+ * and answers one row, instead of a row per record (a node-postgres row, its Date and its strings cost more than the
+ * bytes they carry).
+ */
+function pageStatement (table: string, { orgRefId, entityRefId, f }: PageQuery, params: unknown[]): string {
+  const $ = (value: unknown): string => `$${params.push(value)}`
+  const where = [`org_ref_id = ${$(orgRefId)}`, `entity_ref_id = ${$(entityRefId)}`]
+  if (f.updatedSince) where.push(`updated_at >= ${$(f.updatedSince)}`)
+  if (f.status !== undefined) where.push(`status = ${$(f.status)}`)
+  if (f.partyId !== undefined) where.push(`party_id = ${$(f.partyId)}`)
+  if (f.dueBefore !== undefined) where.push(`due_date < ${$(f.dueBefore)}::date`)
+  if (f.after) {
+    where.push(`(updated_at, id) ${f.descending ? '<' : '>'} (${$(f.after.updatedAt)}::timestamptz, ${$(f.after.id)})`)
+  }
+  const direction = f.descending ? 'desc' : 'asc'
+  const order = `order by updated_at ${direction}, id ${direction}`
+  const [read, shown] = [$(f.limit + 1), $(f.limit)]
+  // The last record shown: its instant in whole milliseconds (what a JavaScript Date keeps of it).
+  return `select string_agg(body, ',' order by n) filter (where n <= ${shown}) as bodies,
+                 count(*) > ${shown} as more,
+                 min(floor(extract(epoch from updated_at) * 1000)::int8) filter (where n = ${shown}) as at_ms,
+                 min(id) filter (where n = ${shown}) as id
+            from (select body, updated_at, id, row_number() over (${order}) as n
+                    from ${table} where ${where.join(' and ')} ${order} limit ${read}) page`
 }
 
 export type RecordStore = ReturnType<typeof createRecordStore>

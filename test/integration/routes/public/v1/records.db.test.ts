@@ -740,6 +740,23 @@ t.test('a record of another tenant is a 404, like one that does not exist', asyn
     t.same(together.filter(r => r.statusCode === 200).map(r => r.json().id), ['shared', 'shared', 'only_a', 'shared'])
     t.equal(together[0]!.body, together[5]!.body, `${kind}: the same record asked twice together, the same answer`)
     t.not(together[0]!.body, together[1]!.body, `${kind}: the same id in two tenants asked together, two records`)
+    // Pages asked at the same moment share a statement as well: each gets its own tenant's page in its own order,
+    // and an argument Postgres refuses (NUL) fails its own request only, not the statement the others share.
+    const statements = recordStatements(t)
+    const party = kind === 'invoices' ? '?customer_id=a%00b' : kind === 'bills' ? '?supplier_id=a%00b' : undefined
+    const pages = await Promise.all([
+      read(a, `/${kind}`), read(sameAppElsewhere, `/${kind}`), read(a, `/${kind}?order=-updated_at&limit=1`),
+      read(otherAppElsewhere, `/${kind}`), read(a, `/${kind}/a%00b`), read(a, `/${kind}${party ?? ''}`),
+      read(a, `/${kind}?limit=1`), read(a, `/${kind}/shared`)
+    ])
+    t.same(pages.map(r => r.statusCode), [200, 200, 200, 200, 400, party ? 400 : 200, 200, 200],
+      `${kind}: pages and lookups together`)
+    t.same(pages[4]!.json().error, 'validation_error', `${kind}: NUL in an id is the request's own 400`)
+    t.same([0, 1, 2, 3, 6].map(k => ids(pages[k]!.json()[kind])),
+      [['shared', 'only_a'], ['shared'], ['only_a'], [], ['shared']], `${kind}: each page its own`)
+    t.ok(pages[6]!.json().next_cursor, `${kind}: the one-record page has a next cursor`)
+    t.equal(pages[0]!.json().next_cursor, null)
+    t.ok(statements.length < 6, `${kind}: the pages and lookups shared statements (${statements.length})`)
     // Another tenant's path with one's own token: refused before anything is looked up.
     for (const url of [`/${kind}/only_a`, `/${kind}`]) {
       const res = await read(a, url, {}, otherAppElsewhere.accessToken)
