@@ -23,7 +23,8 @@ export function perTurn<A, R> (run: (calls: A[]) => Promise<R[]>, most = 64): (c
   function flush (): void {
     const all = waiting
     waiting = []
-    for (let k = 0; k < all.length; k += most) void go(all.slice(k, k + most))
+    // go() never rejects: its batch's calls carry the outcome.
+    for (let k = 0; k < all.length; k += most) go(all.slice(k, k + most)).catch(() => {})
   }
 
   return call => new Promise<R>((resolve, reject) => {

@@ -61,9 +61,8 @@ export function createRecordStore (db: Db, kind: RecordKind) {
   const listPages = perTurn(async (calls: PageQuery[]) => {
     const params: unknown[] = []
     const branches = calls.map((c, k) => `select ${k} as k, p.* from (${pageStatement(table, c, params)}) p`)
-    const rows = await db.query<{ k: number, bodies: string | null, more: boolean, at_ms: string | null, id: string | null }>(
-      branches.join('\nunion all\n'), params
-    )
+    type Row = { k: number, bodies: string | null, more: boolean, at_ms: string | null, id: string | null }
+    const rows = await db.query<Row>(branches.join('\nunion all\n'), params)
     const byCall: Page[] = []
     for (const row of rows) {
       byCall[row.k] = {
