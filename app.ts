@@ -110,10 +110,11 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(lifecycle)
   // Before the plugins that count into it.
   await app.register(metrics)
-  // The MCP registry before the plugins that add their tools and resources to it.
+  await app.register(db)
+  // The MCP registry before the plugins that add their tools and resources to it; after the database, where its
+  // sessions are.
   await app.register(mcp)
   await app.register(openapi)
-  await app.register(db)
   await app.register(rateLimitStore)
   await app.register(accessState)
   await app.register(accessTokens)

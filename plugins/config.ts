@@ -38,6 +38,9 @@ export const EnvSchema = Type.Object({
   MCP_SESSION_IDLE_MINUTES: Type.Optional(
     Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description: 'a number of minutes (decimals allowed)' })
   ),
+  MCP_REQUEST_TIMEOUT_SECONDS: Type.Optional(
+    Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description: 'a number of seconds (decimals allowed)' })
+  ),
   WEBHOOK_RETRY_SCHEDULE: Type.Optional(
     Type.String({ pattern: '^[0-9]+(,[0-9]+)*$', description: 'comma-separated seconds' })
   ),
@@ -105,6 +108,8 @@ export interface Config {
   mcpRateLimitIp: number
   mcpRateLimitSession: number
   mcpSessionIdleMinutes: number
+  /** An MCP request unanswered after this is answered with a JSON-RPC error and its resources freed. */
+  mcpRequestTimeoutSeconds: number
   webhookRetrySchedule: number[]
   webhookDisableAfterFailures: number
   webhookDisableAfterHours: number
@@ -343,6 +348,7 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     mcpRateLimitIp: Number(env.MCP_RATE_LIMIT_IP ?? 120),
     mcpRateLimitSession: Number(env.MCP_RATE_LIMIT_SESSION ?? 60),
     mcpSessionIdleMinutes: Number(env.MCP_SESSION_IDLE_MINUTES ?? 30),
+    mcpRequestTimeoutSeconds: Number(env.MCP_REQUEST_TIMEOUT_SECONDS ?? 30),
     webhookRetrySchedule: (env.WEBHOOK_RETRY_SCHEDULE ?? '5,300,1800,7200,18000,36000,36000').split(',').map(Number),
     webhookDisableAfterFailures: Number(env.WEBHOOK_DISABLE_AFTER_FAILURES ?? 20),
     webhookDisableAfterHours: Number(env.WEBHOOK_DISABLE_AFTER_HOURS ?? 24),

@@ -18,7 +18,7 @@ import type { Principal } from '../auth/access-state.js'
 import { plainSessionCall, plainStatelessCall, type PlainCall } from './fast-call.js'
 import { createRegistry, describeResource, type Registry, type ToolResult } from './registry.js'
 import { speaksStateless } from './revisions.js'
-import { GatewayServer } from './server.js'
+import { GatewayServer, REQUEST_TIMED_OUT } from './server.js'
 import { createSessions } from './sessions.js'
 
 export { PROTOCOL_REVISIONS, SESSION_REVISION, STATELESS_REVISION } from './revisions.js'
@@ -43,8 +43,10 @@ const CACHE_HINT = { ttlMs: 60_000, cacheScope: 'public' } as const
 declare module 'fastify' {
   interface FastifyInstance {
     mcp: Pick<Registry, 'addTool' | 'addResource' | 'tools' | 'resources'> & {
-      /** Open 2025-11-25 sessions on this instance. */
+      /** 2025-11-25 sessions this instance has served within their idle time. */
       activeSessions(): number
+      /** Answers being written and event streams open on this instance (each a transport of its own). */
+      openTransports(): number
       /** Whether a request is for the stateless revision: no session; its rate limit is per install. */
       isStateless(request: FastifyRequest): boolean
       /**
@@ -145,11 +147,22 @@ export default fp(
       return server
     }
 
+    const requestTimeoutMs = app.config.mcpRequestTimeoutSeconds * 1000
     const sessions = createSessions({
+      db: app.db,
       newServer,
       idleMs: app.config.mcpSessionIdleMinutes * 60_000,
+      requestTimeoutMs,
       authInfo: authInfoOf,
-      now: () => app.clock.now()
+      now: () => app.clock.now(),
+      log: app.log
+    })
+    await sessions.listen()
+    /** Work of one request, bounded: past the time-out it fails with a JSON-RPC error the caller answers. */
+    const bounded = <T>(work: Promise<T>): Promise<T> => new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new ProtocolError(REQUEST_TIMED_OUT,
+        `Request timed out after ${requestTimeoutMs / 1000} s.`)), requestTimeoutMs)
+      work.then(resolve, reject).finally(() => clearTimeout(timer))
     })
     // Strict: 2025-era requests never reach it (they go to the sessions), so it serves 2026-07-28 alone.
     const statelessHandler = createMcpHandler(() => newServer(), {
@@ -176,7 +189,7 @@ export default fp(
     async function answerPlain (reply: FastifyReply, call: PlainCall, principal: Principal | null, stateless: boolean) {
       let answer: Record<string, unknown>
       try {
-        const result = await callTool(call.name, call.args, principal)
+        const result = await bounded(callTool(call.name, call.args, principal))
         // The result is the dispatcher's own new object: adding to it costs less than copying it.
         answer = { jsonrpc: '2.0', id: call.id, result: stateless ? Object.assign(result, STATELESS_RESULT) : result }
       } catch (err) {
@@ -189,10 +202,19 @@ export default fp(
     async function handle (request: FastifyRequest, reply: FastifyReply, principal: Principal | null) {
       const routed = routeOf(request)
       if (routed === 'stateless') {
-        const response = await statelessHandler.fetch(await toWebRequest(request.raw, request.body), {
-          parsedBody: request.body,
-          ...(principal && { authInfo: authInfoOf(principal) })
-        })
+        let response: Response
+        try {
+          response = await bounded(statelessHandler.fetch(await toWebRequest(request.raw, request.body), {
+            parsedBody: request.body,
+            ...(principal && { authInfo: authInfoOf(principal) })
+          }))
+        } catch (err) {
+          if (!(err instanceof ProtocolError)) throw err
+          const id = (request.body as { id?: unknown }).id ?? null
+          const error = { code: err.code, message: err.message }
+          await reply.type('application/json').send({ jsonrpc: '2.0', id, error })
+          return undefined
+        }
         await reply.send(response)
         return undefined
       }
@@ -204,17 +226,28 @@ export default fp(
       const resolved = await sessions.resolve(request, reply, principal)
       if (!resolved) return undefined
       const { session, opened } = resolved
+      const body = request.body as { id?: unknown, method?: unknown } | undefined
+      if (request.method === 'POST' && body?.method !== undefined &&
+        (typeof body.id === 'string' || typeof body.id === 'number')) {
+        const done = sessions.begin(session, reply, body.id)
+        if (!done) return undefined
+        reply.raw.once('close', done).once('finish', done)
+      }
       const call = plainSessionCall(request)
       if (call) {
+        reply.header('mcp-session-id', session.id)
         await answerPlain(reply, call, principal, false)
         return undefined
       }
-      await sessions.serve(session, request, reply, principal)
-      return opened ? session.transport.sessionId : undefined
+      await sessions.serve(session, opened, request, reply, principal, newServer())
+      return opened ? session.id : undefined
     }
 
     if (app.hasDecorator('metrics')) {
-      app.metrics.gauge('mcp_active_sessions', 'Open MCP sessions on this instance.', () => sessions.size())
+      app.metrics.gauge('mcp_active_sessions', 'MCP sessions this instance has served within their idle time.',
+        () => sessions.size())
+      app.metrics.gauge('mcp_open_transports',
+        'MCP answers being written and event streams open on this instance.', () => sessions.openTransports())
     }
     app.decorate('mcp', {
       addTool: registry.addTool,
@@ -222,9 +255,10 @@ export default fp(
       tools: registry.tools,
       resources,
       activeSessions: sessions.size,
+      openTransports: sessions.openTransports,
       isStateless: (request: FastifyRequest) => routeOf(request) !== null,
       handle
     })
   },
-  { name: 'mcp', dependencies: ['config'] }
+  { name: 'mcp', dependencies: ['config', 'db'] }
 )

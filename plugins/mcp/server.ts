@@ -9,6 +9,9 @@ import {
   type StandardSchemaV1
 } from '@modelcontextprotocol/server'
 
+/** The JSON-RPC code of a request the server stopped waiting for: the one SDK clients give their own time-outs. */
+export const REQUEST_TIMED_OUT = -32001
+
 /**
  * The SDK's schema of each request with params that the server has a handler for, by method; not `tools/call`,
  * whose bad params the SDK already answers -32602, nor `ping`, which has none.
@@ -31,6 +34,16 @@ const REQUEST_SCHEMAS = new Map<string, StandardSchemaV1>([
  * 2025-11-25 session, hence only the methods that need it.
  */
 export class GatewayServer extends Server {
+  /**
+   * Takes up a 2025-11-25 session that another server opened, maybe on another instance: what its initialize
+   * negotiated, as the SDK's own handshake would have left it (the client's capabilities and info are private to
+   * the SDK's class, with no setter: assigned by name).
+   */
+  resume (session: { protocolVersion: string, clientInfo: unknown, clientCapabilities: unknown }): void {
+    this._negotiatedProtocolVersion = session.protocolVersion
+    Object.assign(this, { _clientVersion: session.clientInfo, _clientCapabilities: session.clientCapabilities })
+  }
+
   protected override _wrapHandler (
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>

@@ -1,76 +1,164 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import type { FastifyReply, FastifyRequest } from 'fastify'
-import { isInitializeRequest, type AuthInfo, type Server } from '@modelcontextprotocol/server'
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
+import {
+  isInitializeRequest,
+  ProtocolErrorCode,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type AuthInfo,
+  type InitializeRequest
+} from '@modelcontextprotocol/server'
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node'
 import type { Principal } from '../auth/access-state.js'
+import type { Db } from '../db/index.js'
 import { errors, sendError } from '../errors.js'
+import { REQUEST_TIMED_OUT, type GatewayServer } from './server.js'
+import { createSessionStore, SESSION_ENDED_CHANNEL, type StoredSession } from './session-store.js'
 
-export interface Session {
-  transport: NodeStreamableHTTPServerTransport
-  server: Server
-  lastSeen: number
-  /** The install whose token opened the session (null: none). Other credentials cannot use it. */
-  installId: string | null
+/** A 2025-11-25 session as this instance knows it: the stored record, and what this instance has of its own. */
+export interface Session extends StoredSession {
+  /** The last time this instance recorded in the store (or read from it). */
+  written: number
+  /** Whether the record was read or written while notifications flowed, so that its end would have been heard. */
+  trusted: boolean
+  /** The GET event streams open on this instance. */
+  streams: Set<NodeStreamableHTTPServerTransport>
+  /** Ids of the JSON-RPC requests in progress on this instance. */
+  inFlight: Set<string | number>
 }
 
+type JsonRpcId = string | number
+
 /**
- * The 2025-11-25 sessions of this instance: each an SDK server and its streamable-HTTP transport, in memory, so a
- * load balancer must keep a session on the instance that opened it (docs/scaling.md). Sessions idle for `idleMs`
- * on `now` (the app's clock) are closed: by a periodic sweep, and at once when one is counted or asked for, so that
- * an expired session is never served nor counted, whenever the sweep last ran.
+ * The 2025-11-25 sessions, usable on every instance (docs/mcp.md#sessions-on-every-instance). A session is a row
+ * in the database: whose it is and what its `initialize` negotiated. No SDK server lives with it: each request is
+ * served by a server and a transport made for that request, the server told what the handshake negotiated, and both
+ * go when the answer is written; so any instance serves any session, and a restart loses none.
+ *
+ * Instances remember the sessions they serve and read the row again only when they have not heard from the
+ * database for them: an ended session is announced to all (`SESSION_ENDED_CHANNEL`), and while notifications are
+ * down every request reads the row. Use is recorded at most once every `touchEvery` per instance; idle expiry
+ * allows for that lag, so across instances a session lives its idle time give or take `touchEvery`, and exactly on
+ * the one instance that served it alone.
  */
 export function createSessions (opts: {
-  newServer: () => Server
+  db: Db
+  newServer: () => GatewayServer
   idleMs: number
+  /** How long a request may take before it is answered with an error and its resources freed. */
+  requestTimeoutMs: number
   authInfo: (principal: Principal) => AuthInfo
   now: () => number
+  log: FastifyBaseLogger
 }) {
-  const sessions = new Map<string, Session>()
+  const { db, idleMs, now, log } = opts
+  const store = createSessionStore(db)
+  const touchEvery = Math.min(60_000, idleMs / 10)
+  const known = new Map<string, Session>()
+  /** Every per-request transport still open (answers being written, GET streams): closed at shutdown. */
+  const live = new Set<NodeStreamableHTTPServerTransport>()
 
-  async function close (id: string): Promise<void> {
-    const session = sessions.get(id)
+  /** Forgets a session on this instance: its event streams end. */
+  function forget (id: string): void {
+    const session = known.get(id)
     if (!session) return
-    sessions.delete(id)
-    await session.transport.close().catch(() => {})
-    await session.server.close().catch(() => {})
+    known.delete(id)
+    for (const stream of session.streams) stream.close().catch(() => {})
   }
 
-  const expired = (s: Session): boolean => s.lastSeen < opts.now() - opts.idleMs
-
-  /** Closes the expired sessions; each leaves the map at once, its transport and server close after. */
-  function sweep (): void {
-    for (const [id, s] of sessions) if (expired(s)) close(id).catch(() => {})
+  /** Ends a session everywhere. */
+  async function end (id: string): Promise<void> {
+    forget(id)
+    await store.remove(id)
   }
 
-  const sweeper = setInterval(sweep, Math.min(30_000, Math.max(100, opts.idleMs / 4)))
+  const aliveHere = (s: Session): boolean => s.lastSeen >= now() - idleMs
+
+  /**
+   * The session as the store has it, merged with what this instance knows; undefined when it has ended or been
+   * idle too long. A use recorded by another instance may be up to `touchEvery` older than its latest use.
+   */
+  async function reload (id: string, mine: Session | undefined): Promise<Session | undefined> {
+    const trusted = db.notificationsHealthy
+    const stored = await store.find(id)
+    if (!stored) {
+      forget(id)
+      return undefined
+    }
+    const othersUse = mine && stored.lastSeen === mine.written ? stored.lastSeen : stored.lastSeen + touchEvery
+    const lastSeen = Math.max(mine?.lastSeen ?? 0, othersUse)
+    if (lastSeen < now() - idleMs) {
+      await end(id)
+      return undefined
+    }
+    const session: Session =
+      mine ?? { ...stored, written: stored.lastSeen, trusted, streams: new Set(), inFlight: new Set() }
+    Object.assign(session, { lastSeen, written: Math.max(session.written, stored.lastSeen), trusted })
+    known.set(id, session)
+    return session
+  }
+
+  /** Opens a session for an `initialize`, recorded before the answer can reach the client. */
+  async function open (principal: Principal | null, params: InitializeRequest['params']): Promise<Session> {
+    const at = now()
+    const session: Session = {
+      id: randomUUID(),
+      installId: principal?.installId ?? null,
+      // What the SDK's server negotiates (and answers): the revision asked for when it serves it, else its newest.
+      protocolVersion: SUPPORTED_PROTOCOL_VERSIONS.includes(params.protocolVersion)
+        ? params.protocolVersion
+        : SUPPORTED_PROTOCOL_VERSIONS[0]!,
+      clientInfo: params.clientInfo,
+      clientCapabilities: params.capabilities as Record<string, unknown>,
+      lastSeen: at,
+      written: at,
+      trusted: db.notificationsHealthy,
+      streams: new Set(),
+      inFlight: new Set()
+    }
+    await store.insert(session)
+    known.set(session.id, session)
+    return session
+  }
+
+  /** Drops what this instance keeps of idle sessions, and deletes the rows no instance could still serve. */
+  async function sweep (): Promise<void> {
+    for (const [id, s] of known) {
+      // A session with an event stream here may be in use elsewhere: the store decides.
+      if (!aliveHere(s)) {
+        if (s.streams.size === 0) forget(id)
+        else await reload(id, s)
+      }
+    }
+    await store.removeIdle(now() - idleMs - touchEvery)
+  }
+  const sweeper = setInterval(() => {
+    sweep().catch(err => log.warn({ err }, 'mcp: session sweep failed'))
+  }, Math.min(30_000, Math.max(100, idleMs / 4)))
   sweeper.unref()
 
-  async function open (principal: Principal | null): Promise<Session> {
-    const entry: Session = {
-      server: opts.newServer(),
-      installId: principal?.installId ?? null,
-      lastSeen: opts.now(),
-      transport: new NodeStreamableHTTPServerTransport({
-        sessionIdGenerator: randomUUID,
-        onsessioninitialized: id => {
-          sessions.set(id, entry)
-        },
-        onsessionclosed: close
-      })
-    }
-    entry.transport.onclose = () => {
-      if (entry.transport.sessionId) sessions.delete(entry.transport.sessionId)
-    }
-    await entry.server.connect(entry.transport)
-    return entry
+  /** Writes a JSON-RPC error as the whole answer (the SDK's transport does the same for its own refusals). */
+  function refuse (reply: FastifyReply, status: number, id: JsonRpcId | null, code: number, message: string): void {
+    reply.code(status).type('application/json').send({ jsonrpc: '2.0', id, error: { code, message } })
   }
 
   return {
-    size: (): number => {
-      sweep()
-      return sessions.size
+    async listen (): Promise<void> {
+      await db.listen(SESSION_ENDED_CHANNEL, forget)
+      db.onNotificationsLost(() => {
+        for (const s of known.values()) s.trusted = false
+      })
     },
+
+    /** Sessions this instance has served within their idle time. */
+    size: (): number => {
+      let n = 0
+      for (const s of known.values()) if (aliveHere(s)) n++
+      return n
+    },
+
+    /** Transports of this instance still writing an answer or holding an event stream. */
+    openTransports: (): number => live.size,
 
     /**
      * The session a request belongs to, or a new one for an `initialize` without a session id; otherwise the error
@@ -85,40 +173,100 @@ export function createSessions (opts: {
       const header = request.headers['mcp-session-id']
       const sessionId = Array.isArray(header) ? header[0] : header
       if (sessionId) {
-        let session = sessions.get(sessionId)
-        if (session && expired(session)) {
-          close(sessionId).catch(() => {})
-          session = undefined
+        let session = known.get(sessionId)
+        if (!session || !session.trusted || !db.notificationsHealthy || !aliveHere(session)) {
+          session = await reload(sessionId, session)
         }
         if (!session || session.installId !== (principal?.installId ?? null)) {
           sendError(reply, errors.mcpSessionNotFound())
           return undefined
         }
-        session.lastSeen = opts.now()
+        const at = now()
+        session.lastSeen = at
+        if (at - session.written >= touchEvery) {
+          session.written = at
+          store.touch(session.id, at).catch(err => log.warn({ err }, 'mcp: could not record a session\'s use'))
+        }
         return { session, opened: false }
       }
       if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
         sendError(reply, errors.mcpNoSession())
         return undefined
       }
-      return { session: await open(principal), opened: true }
+      return { session: await open(principal, request.body.params), opened: true }
     },
 
-    /** Hands the request to the session's transport, which writes the answer (JSON or an SSE stream). */
-    async serve (session: Session, request: FastifyRequest, reply: FastifyReply, principal: Principal | null) {
+    /**
+     * Marks a JSON-RPC request of the session as in progress on this instance until `done`. A request whose id is
+     * already in progress is refused at once (the id names the answer: a second one could never be told apart)
+     * and the answer is undefined.
+     */
+    begin (session: Session, reply: FastifyReply, id: JsonRpcId): (() => void) | undefined {
+      if (session.inFlight.has(id)) {
+        refuse(reply, 409, id, ProtocolErrorCode.InvalidRequest,
+          `Invalid Request: id ${JSON.stringify(id)} is already in use by a request in progress in this session.`)
+        return undefined
+      }
+      session.inFlight.add(id)
+      return () => session.inFlight.delete(id)
+    },
+
+    /**
+     * Serves a request of the session through the SDK: a server made for it and told what the session negotiated,
+     * on a transport of its own, both closed once the answer is written (or the client goes). A request unanswered
+     * after `requestTimeoutMs` is answered with a JSON-RPC error and its resources are freed.
+     */
+    async serve (
+      session: Session,
+      opened: boolean,
+      request: FastifyRequest,
+      reply: FastifyReply,
+      principal: Principal | null,
+      server: GatewayServer
+    ): Promise<void> {
+      if (!opened) server.resume(session)
+      const transport = new NodeStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        onsessionclosed: () => end(session.id)
+      })
+      await server.connect(transport)
+      live.add(transport)
+      const stream = request.method === 'GET'
+      if (stream) session.streams.add(transport)
+      const body = request.body as { id?: JsonRpcId, method?: unknown } | undefined
+      const id = request.method === 'POST' && body?.method !== undefined ? body.id : undefined
+      const timer = id === undefined
+        ? undefined
+        : setTimeout(() => {
+          transport.send({
+            jsonrpc: '2.0',
+            id,
+            error: { code: REQUEST_TIMED_OUT, message: `Request timed out after ${opts.requestTimeoutMs / 1000} s.` }
+          }, { relatedRequestId: id }).catch(() => {}).finally(() => { transport.close().catch(() => {}) })
+        }, opts.requestTimeoutMs)
+      reply.raw.once('close', () => {
+        clearTimeout(timer)
+        live.delete(transport)
+        session.streams.delete(transport)
+        transport.close().catch(() => {})
+        server.close().catch(() => {})
+      })
+
       const raw = request.raw as IncomingMessage & { auth?: AuthInfo }
       if (principal) raw.auth = opts.authInfo(principal)
       // From here the SDK writes the answer; Fastify steps aside, keeping the headers hooks have set.
+      reply.header('mcp-session-id', session.id)
       reply.hijack()
       for (const [name, value] of Object.entries(reply.getHeaders())) {
         if (value !== undefined) reply.raw.setHeader(name, value)
       }
-      await session.transport.handleRequest(raw, reply.raw, request.body)
+      await transport.handleRequest(raw, reply.raw, request.body)
     },
 
     async closeAll (): Promise<void> {
       clearInterval(sweeper)
-      await Promise.all([...sessions.keys()].map(close))
+      await Promise.all([...live].map(t => t.close().catch(() => {})))
+      known.clear()
     }
   }
 }
