@@ -45,6 +45,11 @@ t.test('the SDK client through a round-robin balancer over two instances, and a 
   t.ok((await client.listTools()).tools.some(tool => tool.name === 'list_invoices'))
   t.same(structured(await client.callTool({ name: 'list_invoices', arguments: { limit: 5 } })),
     { invoices: [], next_cursor: null })
+  // With a progress token: served by an SDK server made for the request, told what the session negotiated.
+  for (let n = 0; n < 2; n++) {
+    const viaSdk = await client.callTool({ name: 'whoami', arguments: {} }, undefined, { onprogress: () => {} })
+    t.same(structured(viaSdk), me, `whoami through the SDK's server ${n + 1}`)
+  }
   await client.ping()
   t.ok((balancer.hits.get(a.base) ?? 0) >= 4 && (balancer.hits.get(b.base) ?? 0) >= 4,
     `both instances served the session (${[...balancer.hits.values()].join(' and ')} requests)`)
