@@ -10,6 +10,8 @@ function newcomerBanner (config: Config, url: string): string {
     `marketplace-gateway is listening on ${url}`,
     `  health          ${url}/health`,
     `  API docs        ${url}/docs  (OpenAPI: ${url}/public/v1/openapi.json)`,
+    `  MCP endpoint    ${config.mcpBaseUrl}/mcp  (an app's token works there when it asked for ` +
+      `resource=${config.mcpBaseUrl}/mcp: docs/mcp.md)`,
     `  database        ${config.databaseUrl ? 'Postgres (DATABASE_URL)' : `embedded, in ${config.embeddedDataDir}`}`
   ]
   if (config.generatedSecrets.length > 0) {

@@ -78,6 +78,9 @@ export const errors = {
     new ApiError(401, 'invalid_token', 'Missing bearer token.', {}, { 'www-authenticate': 'Bearer realm="public"' }),
   invalidAccessToken: () => publicUnauthorized('invalid_token', 'Invalid access token.'),
   accessTokenExpired: () => publicUnauthorized('invalid_token', 'Access token expired.'),
+  accessTokenNotForMcp: (resource: string) =>
+    publicUnauthorized('invalid_token',
+      `The access token was not issued for this endpoint: ask for one with resource=${resource}.`),
   apiKeyDisabled: () => publicUnauthorized('invalid_client', "The app's API key is disabled."),
   installNotActive: () => publicUnauthorized('invalid_token', 'Install is not active.'),
   tenantMismatch: () => new ApiError(403, 'tenant_mismatch', "Path tenant does not match the token's tenant."),

@@ -147,7 +147,9 @@ export default fp(
           verified.set(key, entry)
         }
         // Checked on every use: the surface asked for, and the time (the app's clock).
-        if (!(surface === 'mcp' ? entry.forMcp : entry.forPublic)) throw errors.invalidAccessToken()
+        if (surface === 'mcp' ? !entry.forMcp : !entry.forPublic) {
+          throw surface === 'mcp' ? errors.accessTokenNotForMcp(mcpResource) : errors.invalidAccessToken()
+        }
         if (entry.claims.exp * 1000 <= clock.now()) throw errors.accessTokenExpired()
         return entry.claims
       }
@@ -181,13 +183,13 @@ export default fp(
       const issuedAtMs = typeof c.jti === 'string' ? uuidv7Time(c.jti) : undefined
       // A token "issued" in the future was not issued by this service's clock.
       if (issuedAtMs === undefined || c.iat * 1000 > Date.now() + MAX_CLOCK_SKEW_MS) throw errors.invalidAccessToken()
-      // The seed's "same token" works everywhere; a token only for the MCP endpoint works only there.
-      const forPublic = aud.includes(ACCESS_TOKEN_AUDIENCE)
+      // The MCP endpoint takes only tokens issued for it (its URL in the audience: RFC 8707 `resource`); such a
+      // token also carries the API's audience, so one token serves an app on both surfaces.
       return {
         token,
         claims: Object.freeze({ ...(c as unknown as AccessClaims), issuedAtMs }),
-        forPublic,
-        forMcp: forPublic || aud.includes(mcpResource)
+        forPublic: aud.includes(ACCESS_TOKEN_AUDIENCE),
+        forMcp: aud.includes(mcpResource)
       }
     }
   },

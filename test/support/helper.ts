@@ -197,6 +197,11 @@ export interface InstallOptions {
   appScopes?: string[]
   orgRefId?: string
   entityRefId?: string
+  /**
+   * The RFC 8707 resource asked for at consent: by default the MCP endpoint, whose tokens work on /mcp and
+   * /public/v1 alike; null: none, a token for /public/v1 alone.
+   */
+  resource?: string | null
   /** Install an existing app instead of registering a new one. */
   app?: { clientId: string, clientSecret: string, appSlug: string, ownerToken: string }
 }
@@ -241,11 +246,13 @@ export async function install (app: AppInstance, opts: InstallOptions = {}): Pro
       code_challenge_method: 'S256',
       org_ref_id: orgRefId,
       entity_ref_id: entityRefId,
-      decision: 'allow'
+      decision: 'allow',
+      ...(opts.resource !== null && { resource: opts.resource ?? `${app.config.mcpBaseUrl}/mcp` })
     })
   })
   if (decision.statusCode !== 302) throw new Error(`authorize: ${decision.statusCode} ${decision.body}`)
   const code = new URL(decision.headers.location as string).searchParams.get('code')
+  if (!code) throw new Error(`authorize: redirected without a code to ${decision.headers.location}`)
   const tokens = await app.inject({
     method: 'POST',
     url: '/oauth/token',

@@ -276,6 +276,27 @@ t.test('resource indicators (RFC 8707) and audiences', async t => {
   t.not((await mcp(minted(`${origin}/mcp`))).status, 401, 'a token for the MCP endpoint alone is accepted there')
   const onlyMcp = await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(minted(`${origin}/mcp`)) })
   t.equal(onlyMcp.statusCode, 401, '... and not on the public API')
+
+  // The MCP endpoint takes only tokens issued for it; one issued for it works on the public API too.
+  const restOnly = await install(app, { resource: null })
+  const refused = await mcp(restOnly.accessToken)
+  t.equal(refused.status, 401, 'a token issued for the public API alone is refused at /mcp')
+  t.equal(refused.headers.get('www-authenticate'),
+    `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp", ` +
+    'scope="bills:read customers:read invoices:read", ' +
+    'error="invalid_token", error_description="The access token was not issued for this endpoint: ask for one with ' +
+    `resource=${origin}/mcp."`)
+  t.equal((await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(restOnly.accessToken) })).statusCode,
+    200, '... and works on the public API')
+  const both = await install(app, { resource: `${origin}/mcp` })
+  // (A ping without a session is a 400 of the protocol: the token itself was taken.)
+  t.equal((await mcp(both.accessToken)).status, 400, 'a token issued for /mcp is taken there')
+  t.equal((await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(both.accessToken) })).statusCode,
+    200, '... and on the public API')
+  for (const resource of [`${origin}/mcp`, `${origin}/public/v1`]) {
+    const refreshed = await refresh(resource)
+    t.equal(refreshed.statusCode, resource.endsWith('/mcp') ? 200 : 400, `refresh for ${resource}`)
+  }
 })
 
 t.test('browser-based clients may run discovery, registration and the token exchange from their own origin',

@@ -69,6 +69,8 @@ function refusal (fn: () => unknown): string {
 }
 const INVALID = '401 invalid_token Invalid access token.'
 const EXPIRED = '401 invalid_token Access token expired.'
+const NOT_FOR_MCP =
+  `401 invalid_token The access token was not issued for this endpoint: ask for one with resource=${MCP}.`
 
 t.test('an issued token verifies, with its claims and the precise issue time', async t => {
   const now = Date.now()
@@ -104,9 +106,9 @@ t.test('a cache hit skips the signature, and still checks the surface', async t 
   t.equal(counter.verified, before + 1, 'later uses, on either surface, do not')
   t.same(tokens.verify(forMcp, 'mcp').aud, [ACCESS_TOKEN_AUDIENCE, MCP], 'the MCP resource joins the audience')
 
-  // A token for the public API alone: MCP takes marketplace_app too, so both surfaces admit it.
-  t.equal(refusal(() => tokens.verify(forPublic, 'mcp')), 'accepted')
+  // A token for the public API alone is not one for the MCP endpoint, cached or not.
   t.equal(refusal(() => tokens.verify(forPublic, 'public')), 'accepted')
+  t.equal(refusal(() => tokens.verify(forPublic, 'mcp')), NOT_FOR_MCP)
 })
 
 t.test('a token whose audience is the MCP endpoint alone works there only, cached or not', async t => {
@@ -121,7 +123,7 @@ t.test('a token whose audience is the MCP endpoint alone works there only, cache
 
 t.test('a cache hit still checks the clock', async t => {
   const longAgo = Date.now() - 2 * 3600_000
-  const expired = tokens.issue(subject, longAgo)
+  const expired = tokens.issue(subject, longAgo, MCP)
   const before = counter.verified
   t.equal(refusal(() => tokens.verify(expired)), EXPIRED, 'expired when first seen')
   t.equal(refusal(() => tokens.verify(expired)), EXPIRED, 'and when found in the cache')
@@ -135,7 +137,7 @@ t.test('a cached token expires on the app\'s clock, at exp exactly', async t => 
   // Its own instance: this test moves the clock.
   const timed = await plugin()
   t.teardown(() => timed.app.close())
-  const token = timed.tokens.issue(subject, timed.clock.now())
+  const token = timed.tokens.issue(subject, timed.clock.now(), MCP)
   const { exp } = timed.tokens.verify(token)
   timed.clock.advance(exp * 1000 - 1 - timed.clock.now())
   t.equal(refusal(() => timed.tokens.verify(token)), 'accepted', 'a millisecond before exp')
@@ -224,13 +226,14 @@ t.test('property: a token verifies on the surfaces its audience admits, nowhere 
   const audience = fc.subarray([ACCESS_TOKEN_AUDIENCE, MCP, 'https://other.example/mcp'], { minLength: 1 })
   fc.assert(fc.property(audience, fc.boolean(), fc.integer({ min: 0, max: 1_000_000 }), (aud, asArray, ms) => {
     const token = forge({ aud: aud.length === 1 && !asArray ? aud[0] : aud }, now - ms)
-    const known = aud.filter(a => a === ACCESS_TOKEN_AUDIENCE || a === MCP)
     const pub = refusal(() => tokens.verify(token, 'public'))
     const mcp = refusal(() => tokens.verify(token, 'mcp'))
-    if (known.length === 0) return pub === INVALID && mcp === INVALID
-    return pub === (aud.includes(ACCESS_TOKEN_AUDIENCE) ? 'accepted' : INVALID) && mcp === 'accepted'
+    // An audience of neither is refused by the signature check itself, whatever the surface.
+    if (!aud.some(a => a === ACCESS_TOKEN_AUDIENCE || a === MCP)) return pub === INVALID && mcp === INVALID
+    return pub === (aud.includes(ACCESS_TOKEN_AUDIENCE) ? 'accepted' : INVALID) &&
+      mcp === (aud.includes(MCP) ? 'accepted' : NOT_FOR_MCP)
   }), { numRuns: 60 })
-  t.pass('public: marketplace_app in the audience; mcp: marketplace_app or the MCP URL')
+  t.pass('public: marketplace_app in the audience; mcp: the MCP URL')
 })
 
 t.test('the cache holds at most 10,000 tokens, oldest out first', async t => {
