@@ -1,3 +1,4 @@
+import { createHmac, hkdfSync } from 'node:crypto'
 import type { Static } from '@sinclair/typebox'
 import fp from 'fastify-plugin'
 import { pkceChallenge, randomToken, sha256 } from '../lib/crypto.js'
@@ -165,14 +166,39 @@ export default fp(
       }
     }
 
-    /** Issues an access token and a new refresh token for the install, in the caller's transaction. */
+    /**
+     * The refresh token that replaces a presented one: derived from it with a key of the server's, so that every
+     * presentation of one token gets the same successor (a retry, or a second thread of the same client, never
+     * forks the chain) while nothing secret is stored and nobody without the key can work it out.
+     */
+    const successorKey = hkdfSync('sha256', app.config.tokenSigningKey, '', 'marketplace-gateway refresh successor', 32)
+    const successorOf = (presentedHash: string): string =>
+      'mrt_' + createHmac('sha256', Buffer.from(successorKey)).update(presentedHash).digest('base64url')
+
+    /** The answer of a token request: an access token for the install, with a refresh token that is stored. */
+    function tokensFor (install: Install, refreshToken: string, issuedMs: number, resource: string | null):
+    TokenResponse {
+      return {
+        access_token: app.accessTokens.issue(install, Math.floor(issuedMs), resource),
+        token_type: 'Bearer',
+        expires_in: ACCESS_TOKEN_TTL_S,
+        refresh_token: refreshToken,
+        scope: install.scopes.join(' '),
+        install_id: install.installId
+      }
+    }
+
+    /**
+     * Issues an access token and a new refresh token for the install, in the caller's transaction: a random one for
+     * a code, the derived successor (`successorOf`) for a refresh.
+     */
     async function issueTokens (
       q: Queryable,
       install: Install,
       codeHash: string,
-      resource: string | null
+      resource: string | null,
+      refreshToken = randomToken('mrt_')
     ): Promise<TokenResponse & { hash: string }> {
-      const refreshToken = randomToken('mrt_')
       const hash = sha256(refreshToken)
       const [{ issued_ms: issuedMs }] = (await q.query<{ issued_ms: number }>(
         `insert into refresh_tokens (token_hash, install_id, client_id, code_hash, resource, created_at, expires_at)
@@ -180,16 +206,7 @@ export default fp(
        returning (extract(epoch from created_at) * 1000)::float8 as issued_ms`,
         [hash, install.installId, install.clientId, codeHash, resource, REFRESH_TTL_S]
       )) as [{ issued_ms: number }]
-      const accessToken = app.accessTokens.issue(install, Math.floor(issuedMs), resource)
-      return {
-        hash,
-        access_token: accessToken,
-        token_type: 'Bearer',
-        expires_in: ACCESS_TOKEN_TTL_S,
-        refresh_token: refreshToken,
-        scope: install.scopes.join(' '),
-        install_id: install.installId
-      }
+      return { hash, ...tokensFor(install, refreshToken, issuedMs, resource) }
     }
 
     /**
@@ -210,6 +227,13 @@ export default fp(
       })
     }
 
+    interface SuccessorRow {
+      unused: boolean
+      in_grace: boolean
+      raced: boolean
+      resource: string | null
+      issued_ms: number
+    }
     const tokenResponse = ({ hash: _hash, ...response }: TokenResponse & { hash: string }): TokenResponse => response
 
     /**
@@ -343,37 +367,42 @@ export default fp(
           // The successor in a statement of its own: one that waited for the lock above must see the successor
           // the lock holder has just committed (a join would still read the snapshot from before the wait).
           const [s] = t?.replaced_by
-            ? await q.query<{ in_grace: boolean, raced: boolean }>(
-              `select $2::timestamptz > now() - make_interval(secs => $3)
-                        and replaced_at is null and revoked_at is null as in_grace,
-                      created_at >= $4 as raced
+            ? await q.query<SuccessorRow>(
+              `select replaced_at is null and revoked_at is null as unused,
+                      $2::timestamptz > now() - make_interval(secs => $3) as in_grace,
+                      created_at >= $4 as raced, resource,
+                      (extract(epoch from clock_timestamp()) * 1000)::float8 as issued_ms
                  from refresh_tokens where token_hash = $1`,
               [t.replaced_by, t.replaced_at, REFRESH_GRACE_S, arrived]
             )
             : []
           if (!t || t.client_id !== client.clientId || t.expired) return invalid
           if (client.keyDisabledAt && t.created_at <= client.keyDisabledAt) return invalid
-          // Revoked by a grace re-issue, and presented again: its holder and the re-issue's are two parties.
+          // Revoked by a grace re-issue (how earlier versions answered a retry), and presented again: its holder and
+          // the re-issue's are two parties.
           if (t.revoked_at) return t.revoked_reason === 'reissued' ? 'reused' : invalid
           if (t.replaced_by) {
-            // Rotated while this request was on its way: a duplicate of the winning presentation, not a theft.
-            if (s?.raced) return invalid
-            // Rotated earlier, and its successor used or the grace over: somebody else holds a copy.
-            if (!s?.in_grace) return 'reused'
+            if (!s?.unused) {
+              // Rotated while this request was on its way, and rotated on since: a duplicate, not a theft.
+              if (s?.raced) return invalid
+              // Its successor used: somebody else holds a copy of the chain.
+              return 'reused'
+            }
+            // Rotated, the successor unused: a duplicate of the winning presentation or a retry after a lost answer,
+            // within the grace window. The same successor again (it is derived from this token), with a new access
+            // token: whichever answer the client keeps, its chain is the one that lives.
+            if (!s.raced && !s.in_grace) return 'reused'
+            const install = await app.installs.find(t.install_id, q)
+            if (install?.status !== 'active') return invalid
+            const resource = tokenResource(s.resource, p.resource)
+            if (resource instanceof ApiError) return resource
+            return tokensFor(install, successorOf(hash), s.issued_ms, resource)
           }
           const install = await app.installs.find(t.install_id, q)
           if (install?.status !== 'active') return invalid
           const resource = tokenResource(t.resource, p.resource)
           if (resource instanceof ApiError) return resource
-          if (t.replaced_by) {
-            // A retry within the grace window: the successor was never used, so it is replaced in turn.
-            await q.query(
-              `update refresh_tokens set revoked_at = now(), revoked_reason = 'reissued'
-                where token_hash = $1 and revoked_at is null`,
-              [t.replaced_by]
-            )
-          }
-          const issued = await issueTokens(q, install, t.code_hash, resource)
+          const issued = await issueTokens(q, install, t.code_hash, resource, successorOf(hash))
           await q.query(
             `update refresh_tokens set replaced_at = coalesce(replaced_at, now()), replaced_by = $2
               where token_hash = $1`,
