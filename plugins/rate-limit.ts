@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module'
 import fp from 'fastify-plugin'
-import rateLimit from '@fastify/rate-limit'
+import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Redis } from 'ioredis'
 import { networkErrorKind } from '../lib/network-errors.js'
@@ -65,6 +66,38 @@ export default fp(
   { name: 'rate-limit-store', dependencies: ['config'] }
 )
 
+interface StoreOptions {
+  continueExceeding: boolean
+  exponentialBackoff: boolean
+  routeInfo?: { method?: string, url?: string }
+}
+interface RedisStore { key: string, child(options: StoreOptions): RedisStore }
+// The plugin's own Redis store (Lua, one round trip), which its package does not export by name.
+const PluginRedisStore = createRequire(import.meta.url)('@fastify/rate-limit/store/RedisStore.js') as
+  new (continueExceeding: boolean, exponentialBackoff: boolean, redis: Redis, key: string) => RedisStore
+
+/**
+ * Where a set of limiters counts: in Redis under `nameSpace` when there is one (shared by every instance), else in
+ * this instance's memory. The plugin's Redis store names a limiter's keys after its route, and a limiter made with
+ * `createRateLimit` has none: its keys read `<nameSpace>undefinedundefined-<key>`. Here they read
+ * `<nameSpace><key>` (the key generators start with what they count: `ip:`, `session:`, `install:`).
+ */
+export function counters (app: FastifyInstance, nameSpace: string): { store?: FastifyRateLimitStoreCtor } {
+  const redis = app.redis
+  if (!redis) return {}
+  class Store extends PluginRedisStore {
+    constructor (params: StoreOptions) {
+      super(params.continueExceeding, params.exponentialBackoff, redis!, nameSpace)
+    }
+
+    override child (options: StoreOptions): RedisStore {
+      if (options.routeInfo?.url) return super.child(options)
+      return new PluginRedisStore(options.continueExceeding, options.exponentialBackoff, redis!, this.key)
+    }
+  }
+  return { store: Store as unknown as FastifyRateLimitStoreCtor }
+}
+
 /**
  * `PUBLIC_RATE_LIMIT` requests a minute per install, counted in Redis when there is one. Registers the limiter in
  * the caller's context and returns its check, for the caller's own hook to run once the principal is known: the
@@ -78,8 +111,7 @@ export async function perInstallRateLimit (
     max: app.config.publicRateLimit,
     timeWindow: 60_000,
     keyGenerator: request => request.principal!.installId,
-    redis: app.redis ?? undefined,
-    nameSpace: 'mg-public-rl-',
+    ...counters(app, 'mg-public-rl-'),
     // Availability over strictness: a Redis outage must not take the API down, nor slow it.
     skipOnError: true,
     allowList: () => app.redisBypassed(),

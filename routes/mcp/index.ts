@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Principal } from '../../plugins/auth/access-state.js'
 import { ApiError, errors } from '../../plugins/errors.js'
+import { counters } from '../../plugins/rate-limit.js'
 
 const OPENED = Symbol('mcp session opened by this request')
 const sessionOf = (r: FastifyRequest): string =>
@@ -53,8 +54,7 @@ const mcp: FastifyPluginAsyncTypebox = async app => {
 
   await app.register(rateLimit, {
     global: false,
-    redis: app.redis ?? undefined,
-    nameSpace: 'mg-mcp-rl-',
+    ...counters(app, 'mg-mcp-rl-'),
     // As on /public/v1: a Redis outage lets requests through, at once (plugins/rate-limit.ts).
     skipOnError: true,
     allowList: () => app.redisBypassed()

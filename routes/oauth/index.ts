@@ -7,6 +7,7 @@ import type { App } from '../../plugins/apps.js'
 import { knownResources } from '../../plugins/auth/tokens.js'
 import { ApiError, errors, wantsHtml } from '../../plugins/errors.js'
 import { BODY_ERRORS, errorResponses, SERVICE_ERRORS } from '../../schemas/error-responses.js'
+import { counters } from '../../plugins/rate-limit.js'
 import {
   AuthorizeDecision, AuthorizeQuery, Jwks, RegistrationRequest, RegistrationResponse, RevokeRequest, TokenRequest,
   TokenResponse
@@ -249,8 +250,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
   // Dynamic Client Registration (RFC 7591): what MCP clients do when they meet a server for the first time.
   await app.register(rateLimit, {
     global: false,
-    redis: app.redis ?? undefined,
-    nameSpace: 'mg-register-rl-',
+    ...counters(app, 'mg-register-rl-'),
     skipOnError: true,
     allowList: () => app.redisBypassed()
   })

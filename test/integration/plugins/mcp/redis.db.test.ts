@@ -89,3 +89,16 @@ t.test('with REDIS_URL, two instances share the per-install count of stateless r
     t.same(res.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
   }
 })
+
+t.test('the Redis keys say what they count: namespace, then ip:, session: or install:', { skip }, async t => {
+  const from = address(40)
+  const res = await apps[0]!.inject({
+    method: 'POST', url: '/mcp', remoteAddress: from, headers: ACCEPT, payload: initialize
+  })
+  t.equal(res.statusCode, 200)
+  const session = res.headers['mcp-session-id'] as string
+  const keys = await apps[0]!.redis!.keys('mg-mcp-rl-*')
+  t.ok(keys.includes(`mg-mcp-rl-ip:${from}`), `the address's count is mg-mcp-rl-ip:${from}`)
+  t.ok(keys.includes(`mg-mcp-rl-session:${session}`), 'the session\'s is mg-mcp-rl-session:<id>')
+  t.same(keys.filter(k => k.includes('undefined')), [], 'no key names an undefined route')
+})
