@@ -100,5 +100,7 @@ t.test('the Redis keys say what they count: namespace, then ip:, session: or ins
   const keys = await apps[0]!.redis!.keys('mg-mcp-rl-*')
   t.ok(keys.includes(`mg-mcp-rl-ip:${from}`), `the address's count is mg-mcp-rl-ip:${from}`)
   t.ok(keys.includes(`mg-mcp-rl-session:${session}`), 'the session\'s is mg-mcp-rl-session:<id>')
-  t.same(keys.filter(k => k.includes('undefined')), [], 'no key names an undefined route')
+  // (Other runs may share the Redis and have left keys of their own: only this test's are looked at.)
+  t.same(keys.filter(k => k.includes('undefined') && (k.endsWith(from) || k.endsWith(session))), [],
+    'none of them names an undefined route')
 })
