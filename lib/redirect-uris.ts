@@ -11,6 +11,14 @@ const REFUSED_SCHEMES = new Set([
 ])
 
 /**
+ * Private-use schemes of MCP clients that are not reverse domain names, taken as their clients register them. Any
+ * other private-use scheme must be a reverse domain name (RFC 8252 7.1), so that it names one app: `x-javascript:`,
+ * `jar:`, `ms-settings:` or `chrome-extension:` name something else.
+ */
+const KNOWN_APP_SCHEMES = new Set(['cursor', 'vscode', 'vscode-insiders'])
+const REVERSE_DOMAIN = /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$/
+
+/**
  * `developer`: apps registered by a developer, https only (contract 3.1). `native`: clients that register
  * themselves (DCR, CIMD), which may also be native apps: loopback http on any port and private-use schemes
  * such as `cursor://` (RFC 8252 7.1 and 7.3).
@@ -34,8 +42,19 @@ export function redirectUriProblem (uri: string, policy: RedirectPolicy): string
   }
   const scheme = url.protocol.slice(0, -1)
   if (REFUSED_SCHEMES.has(scheme)) return `${JSON.stringify(uri)}: the ${scheme}: scheme cannot receive a redirect.`
+  if (!REVERSE_DOMAIN.test(scheme) && !KNOWN_APP_SCHEMES.has(scheme)) {
+    return `${JSON.stringify(uri)}: a private-use scheme must be a reverse domain name of the app, such as ` +
+      'com.example.app:/callback (RFC 8252 section 7.1).'
+  }
   return undefined
 }
+
+/**
+ * A redirect URI as it is stored for a client that registered itself: the URL's own serialisation (scheme and host
+ * in lower case, no default port, dot segments resolved), so that equal URIs are stored alike. Call it on a URI
+ * `redirectUriProblem` accepted.
+ */
+export const normalizedRedirectUri = (uri: string): string => new URL(uri).href
 
 /**
  * Whether `presented` is the registered URI. Exactly, except that a loopback redirect matches on any port, since
@@ -44,6 +63,8 @@ export function redirectUriProblem (uri: string, policy: RedirectPolicy): string
 export function redirectUriMatches (registered: string, presented: string): boolean {
   if (registered === presented) return true
   if (!URL.canParse(registered) || !URL.canParse(presented)) return false
+  // A client that registered itself may present the URI as it wrote it; it was stored normalised.
+  if (!presented.includes('#') && normalizedRedirectUri(presented) === registered) return true
   const r = new URL(registered)
   const p = new URL(presented)
   return isLoopbackHttp(r) && p.protocol === r.protocol && p.hostname === r.hostname &&

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { randomToken, safeEqual, sha256 } from '../lib/crypto.js'
-import { redirectUriProblem } from '../lib/redirect-uris.js'
+import { normalizedRedirectUri, redirectUriProblem } from '../lib/redirect-uris.js'
 import { isKnownScope, KNOWN_SCOPES, WIRED_SCOPES } from '../lib/scopes.js'
 import { ClientMetadataError, ClientMetadataFetcher, isMetadataUrl } from './client-metadata.js'
 import { errors } from './errors.js'
@@ -63,6 +63,9 @@ interface Row {
   created_at: Date
 }
 
+/** A self-registered client granted nothing within this many hours is deleted (docs/rules.md#clients). */
+export const UNUSED_REGISTRATION_HOURS = 24
+
 const COLUMNS = `client_id, slug, name, owner_sub, client_secret_hash, client_type, registered_by, publisher,
                  website_url, redirect_uris, scopes, api_key_enabled, key_disabled_at,
                  coalesce(metadata_expires_at > now(), false) as metadata_fresh, created_at`
@@ -103,11 +106,10 @@ declare module 'fastify' {
     apps: {
       register(ownerSub: string, app: NewApp): Promise<{ app: App, clientSecret: string }>
       /**
-       * Dynamic Client Registration (RFC 7591). A public client registered again with identical metadata gets the
-       * existing client back (`existing`); a confidential one always gets a new client, since its secret is shown
-       * only once. Throws RFC 7591 3.2.2 errors.
+       * Dynamic Client Registration (RFC 7591): a new client for every registration, its redirect URIs stored
+       * normalised. Throws RFC 7591 3.2.2 errors.
        */
-      registerDynamic(input: DynamicRegistration): Promise<{ app: App, clientSecret?: string, existing: boolean }>
+      registerDynamic(input: DynamicRegistration): Promise<{ app: App, clientSecret?: string }>
       listOwnedBy(ownerSub: string): Promise<App[]>
       /**
        * The client behind a client_id: a registered app, or, for an https URL, the client its metadata document
@@ -130,8 +132,25 @@ export default fp(
     const metadata = new ClientMetadataFetcher({
       allowPrivate: app.config.webhookAllowPrivateTargets,
       caFile: app.config.webhookCaFile
-    }, Math.round(app.config.clientMetadataTimeoutSeconds * 1000))
+    }, Math.round(app.config.clientMetadataTimeoutSeconds * 1000), () => app.clock.now())
     app.addHook('onClose', () => metadata.close())
+
+    /**
+     * Registrations never used are forgotten: a self-registered client granted nothing (no install, no authorization
+     * code) within UNUSED_REGISTRATION_HOURS of registering is deleted. A few at a time, whenever a client
+     * registers, so that the table stays bounded however many registrations come and nothing else has to run.
+     */
+    async function forgetUnusedRegistrations (): Promise<void> {
+      await db.query(
+        `delete from apps where client_id in (
+           select a.client_id from apps a
+            where a.registered_by = 'dcr' and a.created_at < now() - make_interval(hours => $1)
+              and not exists (select 1 from installs i where i.client_id = a.client_id)
+              and not exists (select 1 from authorization_codes c where c.client_id = a.client_id)
+            limit 20)`,
+        [UNUSED_REGISTRATION_HOURS]
+      )
+    }
 
     /** Fetches a metadata document and stores the client it describes, its slug kept across fetches. */
     async function refreshFromMetadata (clientId: string): Promise<App> {
@@ -186,28 +205,22 @@ export default fp(
           if (problem) throw errors.registrationInvalidRedirectUri(problem)
         }
         const scopes = requestedScopes(input.scope, errors.invalidClientMetadata)
-        const redirectUris = [...new Set(input.redirectUris)]
+        const redirectUris = [...new Set(input.redirectUris.map(normalizedRedirectUri))]
         const isPublic = input.authMethod === 'none'
         const clientSecret = isPublic ? undefined : randomToken('mgs_')
-        // Canonical: the same registration in another order or spelling of the same sets is the same.
-        const registrationHash = isPublic
-          ? sha256(JSON.stringify([input.name ?? null, input.websiteUrl ?? null, [...redirectUris].sort(),
-            [...scopes].sort()]))
-          : null
+        // Every registration is a client of its own, even when another registered the same metadata: disabling one
+        // must not cut off the other users of the same client software.
         const [row] = await db.query<Row>(
           `insert into apps (client_id, slug, name, client_secret_hash, redirect_uris, scopes, website_url,
-                             client_type, registered_by, registration_hash)
-           values ($1, $2, $3, $4, $5, $6, $7, $8, 'dcr', $9)
-           on conflict (registration_hash) where registration_hash is not null do nothing
+                             client_type, registered_by)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, 'dcr')
            returning ${COLUMNS}`,
           [randomToken('app_', 12), generatedSlug(input.name), input.name ?? 'Unnamed client',
             clientSecret === undefined ? null : sha256(clientSecret), redirectUris, scopes, input.websiteUrl ?? null,
-            isPublic ? 'public' : 'confidential', registrationHash]
+            isPublic ? 'public' : 'confidential']
         )
-        if (row) return { app: toApp(row), ...(clientSecret === undefined ? {} : { clientSecret }), existing: false }
-        const [existing] = await db.query<Row>(`select ${COLUMNS} from apps where registration_hash = $1`,
-          [registrationHash])
-        return { app: toApp(existing!), existing: true }
+        await forgetUnusedRegistrations()
+        return { app: toApp(row!), ...(clientSecret === undefined ? {} : { clientSecret }) }
       },
 
       async listOwnedBy (ownerSub: string) {

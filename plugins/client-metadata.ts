@@ -51,11 +51,27 @@ const header = (v: string | string[] | undefined): string | undefined => (Array.
  * Fetches metadata documents through the same guard as webhook deliveries: no private addresses (unless the
  * operator allows them), a time limit, a size limit, no redirects followed.
  */
+/** How long a document that could not be used is answered from memory, without fetching it again. */
+export const FAILURE_CACHE_MS = 30_000
+/** Failures remembered at most, oldest out. */
+const MAX_FAILURES = 1_000
+
 export class ClientMetadataFetcher {
   private readonly agent: Agent
+  /** Fetches under way, by client_id: requests that need the same document at once share one fetch. */
+  private readonly pending = new Map<string, Promise<ClientMetadata>>()
+  /** Recent failures, by client_id: a document that could not be used is not fetched again for a while. */
+  private readonly failures = new Map<string, { error: ClientMetadataError, until: number }>()
 
-  /** `timeoutMs`: the limit on one fetch, connection to last byte (CLIENT_METADATA_TIMEOUT_SECONDS). */
-  constructor (private readonly policy: OutboundPolicy, private readonly timeoutMs = FETCH_TIMEOUT_MS) {
+  /**
+   * `timeoutMs`: the limit on one fetch, connection to last byte (CLIENT_METADATA_TIMEOUT_SECONDS); `now`: the
+   * clock of the failure cache.
+   */
+  constructor (
+    private readonly policy: OutboundPolicy,
+    private readonly timeoutMs = FETCH_TIMEOUT_MS,
+    private readonly now: () => number = Date.now
+  ) {
     this.agent = guardedAgent(policy, {
       connectTimeoutMs: timeoutMs,
       responseTimeoutMs: timeoutMs,
@@ -63,7 +79,32 @@ export class ClientMetadataFetcher {
     })
   }
 
-  async fetch (clientId: string): Promise<ClientMetadata> {
+  /**
+   * The client a metadata document describes. Concurrent calls for one client_id share one fetch, and a failure is
+   * answered again without fetching for FAILURE_CACHE_MS: otherwise every authorization request of a client with a
+   * broken document (and clients retry) would be an outbound fetch, 40 at once for 40 requests.
+   */
+  fetch (clientId: string): Promise<ClientMetadata> {
+    const failed = this.failures.get(clientId)
+    if (failed && failed.until > this.now()) return Promise.reject(failed.error)
+    let pending = this.pending.get(clientId)
+    if (!pending) {
+      pending = this.fetchOnce(clientId).then(doc => {
+        this.failures.delete(clientId)
+        return doc
+      }, (err: unknown) => {
+        if (err instanceof ClientMetadataError) {
+          if (this.failures.size >= MAX_FAILURES) this.failures.delete(this.failures.keys().next().value!)
+          this.failures.set(clientId, { error: err, until: this.now() + FAILURE_CACHE_MS })
+        }
+        throw err
+      }).finally(() => this.pending.delete(clientId))
+      this.pending.set(clientId, pending)
+    }
+    return pending
+  }
+
+  private async fetchOnce (clientId: string): Promise<ClientMetadata> {
     const url = new URL(clientId)
     if (refusedLiteral(url, this.policy.allowPrivate)) {
       throw new ClientMetadataError('The client metadata document is at a private or reserved address.')

@@ -362,7 +362,7 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     mcpAllowedOrigins: origins,
     mcpAllowAnonymous: flag(env.MCP_ALLOW_ANONYMOUS, false),
     loginUrl: env.LOGIN_URL,
-    registrationRateLimit: Number(env.REGISTRATION_RATE_LIMIT ?? 10),
+    registrationRateLimit: Number(env.REGISTRATION_RATE_LIMIT ?? 120),
     clientMetadataTimeoutSeconds: metadataTimeoutSeconds,
     metricsToken: env.METRICS_TOKEN,
     logLevel: env.LOG_LEVEL ?? 'info',

@@ -123,12 +123,17 @@ export const RegistrationRequest = Type.Object({
   redirect_uris: Type.Array(Uri, {
     minItems: 1,
     maxItems: 10,
-    description: 'https URLs, loopback http URLs on any port (RFC 8252 7.3), or private-use schemes such as cursor://.'
+    description: 'https URLs, loopback http URLs on any port (RFC 8252 7.3), or private-use schemes named by a ' +
+      'reverse domain (com.example.app:/callback, RFC 8252 7.1) or cursor:, vscode:, vscode-insiders:. Stored ' +
+      'normalised.'
   }),
   client_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   client_uri: Type.Optional(Type.String({ maxLength: 2048, pattern: '^https://', description: 'An https URL.' })),
   token_endpoint_auth_method: Type.Optional(AuthMethod),
-  grant_types: Type.Optional(Type.Array(Type.String(), { maxItems: 10 })),
+  grant_types: Type.Optional(Type.Array(Type.String(), {
+    maxItems: 10,
+    description: 'Must hold authorization_code; types other than it and refresh_token are dropped.'
+  })),
   response_types: Type.Optional(Type.Array(Type.String(), { maxItems: 10 })),
   scope: Type.Optional(Type.String({ maxLength: 2048, description: 'Space-separated; default: the wired scopes.' }))
 }, {

@@ -279,12 +279,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
         security: [],
         body: RegistrationRequest,
         response: {
-          201: { ...RegistrationResponse, 'x-response-description': 'Registered.' },
-          200: {
-            ...RegistrationResponse,
-            'x-response-description': 'An identical public client was registered ' +
-            'before: that one.'
-          },
+          201: { ...RegistrationResponse, 'x-response-description': 'Registered: a new client.' },
           ...errorResponses(
             errors.registrationInvalidRedirectUri('"javascript:alert(1)": the javascript: scheme cannot receive a ' +
               'redirect.'),
@@ -299,16 +294,16 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
     },
     async (request, reply) => {
       const b = request.body
-      if (b.grant_types && (b.grant_types.some(g => !GRANT_TYPES.includes(g)) ||
-          !b.grant_types.includes('authorization_code'))) {
-        throw errors.invalidClientMetadata(
-          'grant_types may hold authorization_code and refresh_token, and must hold authorization_code.')
+      // Grant types this server does not support (older VS Code asks for device_code too) are dropped, as RFC 7591
+      // 3.2.1 allows, and the answer says what was registered; without authorization_code nothing can be.
+      if (b.grant_types && !b.grant_types.includes('authorization_code')) {
+        throw errors.invalidClientMetadata('grant_types must hold authorization_code.')
       }
       if (b.response_types?.some(r => r !== 'code')) {
         throw errors.invalidClientMetadata('response_types must be ["code"].')
       }
       const authMethod = b.token_endpoint_auth_method ?? 'client_secret_basic'
-      const { app: client, clientSecret, existing } = await app.apps.registerDynamic({
+      const { app: client, clientSecret } = await app.apps.registerDynamic({
         name: b.client_name,
         websiteUrl: b.client_uri,
         redirectUris: b.redirect_uris,
@@ -316,7 +311,7 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
         authMethod
       })
       reply.cacheControl('no-store').header('pragma', 'no-cache')
-      return reply.code(existing ? 200 : 201).send(registered(client, authMethod, clientSecret))
+      return reply.code(201).send(registered(client, authMethod, clientSecret))
     }
   )
 

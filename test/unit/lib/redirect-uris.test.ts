@@ -1,6 +1,8 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { formActionSource, redirectUriMatches, redirectUriProblem } from '../../../lib/redirect-uris.js'
+import {
+  formActionSource, normalizedRedirectUri, redirectUriMatches, redirectUriProblem
+} from '../../../lib/redirect-uris.js'
 
 const q = JSON.stringify
 
@@ -46,9 +48,16 @@ t.test('self-registered clients: loopback http on any port, private-use schemes,
     'http://2130706433/cb',
     'cursor://anysphere.cursor-retrieval/oauth/callback',
     'com.example.app:/oauth2redirect',
-    'vscode://publisher.extension/cb'
+    'com.example-app.mobile:/cb',
+    'vscode://publisher.extension/cb',
+    'vscode-insiders://publisher.extension/cb'
   ]) {
     t.equal(redirectUriProblem(uri, 'native'), undefined, uri)
+  }
+  // A private-use scheme must name one app: a reverse domain (RFC 8252 7.1), or a known MCP client's scheme.
+  for (const uri of ['x-javascript:alert(1)', 'jar:https://app.example/a.jar!/', 'ms-settings:privacy',
+    'chrome-extension://abc/cb', 'myapp:/cb', 'com.:/cb']) {
+    t.match(redirectUriProblem(uri, 'native'), /a private-use scheme must be a reverse domain name of the app/, uri)
   }
   for (const uri of ['http://app.example/cb', 'http://127.0.0.2/cb', 'http://localhost.example/cb', 'http://[::2]/cb',
     'http://0.0.0.0/cb', 'http://10.0.0.1/cb']) {
@@ -79,7 +88,7 @@ t.test('self-registered clients: loopback http on any port, private-use schemes,
 })
 
 t.test('property: a URI with whitespace or a fragment is never registrable', async t => {
-  const uri = fc.constantFrom('https://app.example/cb', 'http://127.0.0.1:1234/cb', 'cursor://x/cb')
+  const uri = fc.constantFrom('https://app.example/cb', 'http://127.0.0.1:1234/cb', 'cursor://x/cb', 'com.example.app:/cb')
   fc.assert(fc.property(uri, fc.nat({ max: 22 }), fc.constantFrom(' ', '\t', '\n', '#', '#x'), (u, at, insert) => {
     const i = Math.min(at, u.length)
     const bad = u.slice(0, i) + insert + u.slice(i)
@@ -88,11 +97,14 @@ t.test('property: a URI with whitespace or a fragment is never registrable', asy
   t.pass('inserting whitespace or # anywhere makes a URI refused')
 })
 
-t.test('matching: exact, except a loopback http URI on any port', async t => {
+t.test('matching: exact or the same URI normalised, except a loopback http URI on any port', async t => {
   const matches: Array<[string, string, boolean]> = [
     ['https://app.example/cb', 'https://app.example/cb', true],
-    ['https://app.example/cb', 'https://app.example:443/cb', false],
-    ['https://app.example/cb', 'https://APP.example/cb', false],
+    // What a self-registered client wrote, against what was stored: the same URI.
+    ['https://app.example/cb', 'https://app.example:443/cb', true],
+    ['https://app.example/cb', 'https://APP.example/cb', true],
+    ['https://APP.example/cb', 'https://app.example/cb', false],
+    ['com.example.app:/cb', 'COM.EXAMPLE.APP:/cb', true],
     ['https://app.example/cb', 'https://app.example/cb/', false],
     ['https://app.example/cb', 'https://app.example/cb?x=1', false],
     ['https://app.example:8443/cb', 'https://app.example:9443/cb', false],
@@ -117,6 +129,20 @@ t.test('matching: exact, except a loopback http URI on any port', async t => {
   ]
   for (const [registered, presented, expected] of matches) {
     t.equal(redirectUriMatches(registered, presented), expected, `${registered} ← ${presented}`)
+  }
+})
+
+t.test('self-registered clients\' URIs are stored normalised', async t => {
+  const cases: Array<[string, string]> = [
+    ['HTTPS://App.Example:443/a/./b/../cb', 'https://app.example/a/cb'],
+    ['http://LOCALHOST:8080/cb', 'http://localhost:8080/cb'],
+    ['COM.Example.App:/cb', 'com.example.app:/cb'],
+    ['cursor://anysphere.cursor-mcp/oauth/callback', 'cursor://anysphere.cursor-mcp/oauth/callback'],
+    ['https://app.example', 'https://app.example/']
+  ]
+  for (const [uri, stored] of cases) {
+    t.equal(normalizedRedirectUri(uri), stored, uri)
+    t.ok(redirectUriMatches(stored, uri), `${uri} presented as written matches what was stored`)
   }
 })
 

@@ -15,14 +15,13 @@ const insecure = { [oauth.allowInsecureRequests]: true }
 
 // One app for the file, listening, so that the libraries reach it over real HTTP. It fetches metadata documents
 // from the test's server on 127.0.0.1 (private targets allowed, its certificate trusted), gives up on one after
-// 1 s instead of 3 (the slow document's case waits that long; a loaded machine's good fetches stay well within it),
-// and allows 9 registrations a minute from one address.
+// 1 s instead of 3 (the slow document's case waits that long; a loaded machine's good fetches stay well within
+// it). REGISTRATION_RATE_LIMIT is the default.
 const port = await freePort()
 const origin = `http://127.0.0.1:${port}`
 const app = await build(t, {
   PUBLIC_BASE_URL: origin,
   MCP_BASE_URL: origin,
-  REGISTRATION_RATE_LIMIT: '9',
   WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   WEBHOOK_CA_FILE: selfSigned().caFile,
   CLIENT_METADATA_TIMEOUT_SECONDS: '1'
@@ -131,16 +130,85 @@ t.test('registration (RFC 7591)', async t => {
   t.equal(first.statusCode, 201, first.body)
   t.notOk('client_secret' in first.json(), 'a public client has no secret')
   const again = await register({ ...body, redirect_uris: [...body.redirect_uris].reverse() })
-  t.equal(again.statusCode, 200, 'an identical registration')
-  t.equal(again.json().client_id, first.json().client_id, 'returns the existing client')
+  t.equal(again.statusCode, 201, 'an identical registration is 201 Created (RFC 7591 3.2.1)')
+  t.not(again.json().client_id, first.json().client_id, 'with a client of its own')
 
   const confidential = await register({ redirect_uris: ['https://app.example.com/cb'] })
   t.equal(confidential.statusCode, 201)
   t.match(confidential.json(), { token_endpoint_auth_method: 'client_secret_basic', client_secret: /^mgs_/ })
 
-  const limited = await register(body)
-  t.equal(limited.statusCode, 429, 'the tenth registration in a minute from one address')
+  // Grant types this server does not support are dropped; the answer says what was registered.
+  const vscode = await register({
+    ...body,
+    grant_types: ['authorization_code', 'refresh_token',
+      'urn:ietf:params:oauth:grant-type:device_code']
+  })
+  t.equal(vscode.statusCode, 201, vscode.body)
+  t.same(vscode.json().grant_types, ['authorization_code', 'refresh_token'])
+
+  // Redirect URIs are stored normalised; private-use schemes must name one app.
+  const written = await register({
+    redirect_uris: ['HTTPS://App.Example.com:443/cb', 'COM.Example.App:/cb'],
+    token_endpoint_auth_method: 'none'
+  })
+  t.same(written.json().redirect_uris, ['https://app.example.com/cb', 'com.example.app:/cb'])
+  for (const uri of ['x-javascript:alert(1)', 'jar:https://app.example.com/a.jar!/', 'ms-settings:privacy',
+    'chrome-extension://abc/cb']) {
+    const refused = await register({ redirect_uris: [uri], token_endpoint_auth_method: 'none' })
+    t.equal(refused.statusCode, 400, uri)
+    t.match(refused.json(), { error: 'invalid_redirect_uri', error_description: /reverse domain name/ }, uri)
+  }
+
+  // REGISTRATION_RATE_LIMIT (120) a minute per address: hosted clients register every user from a few addresses.
+  let sent = cases.length + 9 // the registrations above, refused ones included
+  let limited
+  do {
+    sent++
+    limited = await register(body)
+  } while (limited.statusCode === 201 && sent < 130)
+  t.equal(limited.statusCode, 429)
+  t.equal(sent, 121, 'the 121st registration in a minute from one address')
   t.ok(limited.headers['retry-after'])
+})
+
+t.test('one client per registration: disabling one cuts off no other; unused ones are forgotten', async t => {
+  const register = () => app.inject({
+    method: 'POST',
+    url: '/oauth/register',
+    payload: { client_name: 'Shared software', redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' },
+    remoteAddress: '192.0.2.11'
+  })
+  const [a, b, unused] = await Promise.all([register(), register(), register()])
+  const [ida, idb, idu] = [a, b, unused].map(r => r.json().client_id as string)
+  t.equal(new Set([ida, idb, idu]).size, 3, 'three registrations, three clients')
+  const disabled = await app.apps.setKeyEnabled(null, ida!, false)
+  t.equal(disabled?.apiKeyEnabled, false)
+  t.equal((await app.apps.resolve(idb!))?.apiKeyEnabled, true, 'the other registration of the same software works')
+
+  // Two registrations a day old: one used (an install), one never. A new registration sweeps the unused one.
+  const user = app.userSessions.sign({ sub: unique('user'), orgRefId: unique('org'), entityRefIds: ['ent_1'] })
+  const consent = await app.inject({
+    method: 'POST',
+    url: '/oauth/authorize',
+    headers: bearer(user),
+    payload: {
+      client_id: idb,
+      redirect_uri: 'http://127.0.0.1/cb',
+      scope: 'invoices:read',
+      state: 's',
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256',
+      entity_ref_id: 'ent_1',
+      decision: 'allow'
+    }
+  })
+  t.equal(consent.statusCode, 302, consent.body)
+  t.match(consent.headers.location, /[?&]code=/, 'the second registration was granted an install')
+  await app.db.query('update apps set created_at = now() - interval \'25 hours\' where client_id = any($1)',
+    [[idb, idu]])
+  await register()
+  t.equal(await app.apps.resolve(idu!), undefined, 'the registration never used is gone')
+  t.ok(await app.apps.resolve(idb!), 'the one granted an install is kept')
 })
 
 t.test('loopback redirects match on any port, and only there', async t => {
@@ -329,3 +397,29 @@ t.test('browser-based clients may run discovery, registration and the token exch
     const page = await app.inject({ method: 'GET', url: '/oauth/authorize', headers: origin })
     t.equal(page.headers['access-control-allow-origin'], undefined, 'the consent page is not opened to other origins')
   })
+
+t.test('a broken metadata document is fetched once for many authorizations, and not again for a while', async t => {
+  let fetches = 0
+  const base = await metadataServer(t, (_clientId, res) => {
+    fetches++
+    // Slow enough that the requests below all arrive while the first fetch is under way.
+    setTimeout(() => res.writeHead(500).end(), 50)
+  })
+  const user = bearer(app.userSessions.sign({ sub: 'u', orgRefId: 'o', entityRefIds: ['e'] }))
+  const authorize = () => app.inject({
+    method: 'GET',
+    url: '/oauth/authorize?' + new URLSearchParams({
+      client_id: `${base}/broken.json`,
+      redirect_uri: 'http://127.0.0.1:5000/cb',
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256'
+    }).toString(),
+    headers: user
+  })
+  const answers = await Promise.all(Array.from({ length: 40 }, authorize))
+  t.same(new Set(answers.map(a => a.statusCode)), new Set([400]), '40 authorizations, each refused')
+  t.match(answers[0]!.body, /answered HTTP 500/)
+  t.equal(fetches, 1, 'with one fetch between them')
+  for (let n = 0; n < 5; n++) t.equal((await authorize()).statusCode, 400)
+  t.equal(fetches, 1, 'and none for the next requests, within FAILURE_CACHE_MS')
+})
