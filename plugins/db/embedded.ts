@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { PGlite } from '@electric-sql/pglite'
+import { lockDataDir } from './embedded-lock.js'
 import type { Db, Queryable } from './types.js'
 
 /**
@@ -7,8 +8,19 @@ import type { Db, Queryable } from './types.js'
  * snapshot (a `dumpDataDir` of another), it starts from that instead of an empty cluster.
  */
 export async function createEmbedded (dataDir: string, snapshot?: Blob): Promise<Db> {
-  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true })
-  const pglite = await PGlite.create(dataDir, snapshot ? { loadDataDir: snapshot } : {})
+  let release = (): void => {}
+  if (!dataDir.startsWith('memory://')) {
+    mkdirSync(dataDir, { recursive: true })
+    // One process per data directory: PGlite itself would let a second open it and both would diverge.
+    release = lockDataDir(dataDir)
+  }
+  let pglite: PGlite
+  try {
+    pglite = await PGlite.create(dataDir, snapshot ? { loadDataDir: snapshot } : {})
+  } catch (err) {
+    release()
+    throw err
+  }
   const queryable = (q: Pick<PGlite, 'query'>): Queryable => ({
     async query<T> (sql: string, params?: unknown[]) {
       const res = await q.query<T>(sql, params)
@@ -34,6 +46,12 @@ export async function createEmbedded (dataDir: string, snapshot?: Blob): Promise
     },
     onNotificationsLost () {},
     notificationsHealthy: true,
-    async close () { await pglite.close() }
+    async close () {
+      try {
+        await pglite.close()
+      } finally {
+        release()
+      }
+    }
   }
 }

@@ -56,6 +56,24 @@ t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM
   t.equal(registered.status, 201, 'registers a client')
   served.clientId = ((await registered.json()) as { client_id: string }).client_id
 
+  // One process per embedded database: a second service, and a command that changes data, are refused at once.
+  const inUse = `The embedded database in ${join(dataDir, 'pglite')} is open in another process (pid ${s.child.pid})`
+  const second = start({ DATA_DIR: dataDir })
+  t.equal(await second.exited, 1, 'a second serve on the same DATA_DIR exits 1')
+  t.match(second.errors(), inUse, 'naming the directory and the process')
+  t.match(second.errors(), /use Postgres \(DATABASE_URL\)/, 'and what to do')
+  t.notMatch(second.errors(), /\n\s+at /, 'one message, no stack trace')
+  t.notMatch(second.output(), /listening on/, 'it never listened')
+  const key = spawn(...cli('client-key', 'disable', served.clientId), {
+    env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', DATA_DIR: dataDir },
+    stdio: ['ignore', 'ignore', 'pipe']
+  })
+  let keyErr = ''
+  key.stderr.on('data', d => { keyErr += d })
+  t.equal(await new Promise(resolve => key.on('exit', resolve)), 1, 'client-key while the service runs exits 1')
+  t.match(keyErr, inUse, 'saying why, rather than "no app with client_id"')
+  t.equal((await fetch(`${url}/health`)).status, 200, 'the first service runs on, untouched')
+
   s.child.kill('SIGTERM')
   t.equal(await s.exited, 0, 'exits 0 on SIGTERM')
 })

@@ -79,7 +79,7 @@ t.test('20 refreshes of one token sent at once, however they interleave: one suc
   t.equal((await refresh(i, won[0])).statusCode, 200, 'which rotates: the family lives')
 })
 
-t.test('a client refreshing from two threads, one after the other: the same successor twice, nothing revoked', async t => {
+t.test('two threads refreshing one after the other: the same successor twice, nothing revoked', async t => {
   const i = await install(app)
   const first = (await refresh(i, i.refreshToken)).json()
   const second = await refresh(i, i.refreshToken)
