@@ -57,13 +57,12 @@ async function triggerEvent (
   const { sampleRecord } = await import('./lib/sandbox.js')
   const { RECORD_SAMPLES } = await import('./schemas/records.js')
   const data = options.data ?? sampleRecord(topic, RECORD_SAMPLES, new Date().toISOString()) ?? { sample: true }
-  const res = await fetch(`${base}/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${config.eventsToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ topic, org_ref_id: options.org, entity_ref_id: options.entity, data })
-  })
-  process.stdout.write(`${res.status} ${await res.text()}\n`)
-  if (!res.ok) process.exitCode = 1
+  const { eventsClient } = await import('./lib/events-client.js')
+  // A service that cannot be reached is one line naming the URL tried and the options (a CommandError).
+  const answer = await eventsClient(base, config.eventsToken)(
+    JSON.stringify({ topic, org_ref_id: options.org, entity_ref_id: options.entity, data }))
+  process.stdout.write(answer.ok ? `202 ${JSON.stringify(answer.accepted[0])}\n` : `${answer.status} ${answer.body}\n`)
+  if (!answer.ok) process.exitCode = 1
 }
 
 interface SeedCommandOptions {

@@ -82,7 +82,8 @@ export function eventsClient (base: string, token: string, timeoutMs = 120_000) 
       text = await res.text()
     } catch (err) {
       throw new CommandError(`Cannot reach the service at ${url}: ${failure(err)}. ` +
-        'Is it running (npm start)? Pass --url if it listens elsewhere.')
+        'Is it running (npm start)? If it listens elsewhere, pass --url, or set PORT (and HOST) as the service ' +
+        'has them.')
     }
     if (res.status === 202) {
       const parsed = JSON.parse(text) as Accepted | Accepted[]

@@ -282,18 +282,27 @@ t.test('errors: the service not reachable, a token it does not take, a file that
     })
   })
   const seed = ['sandbox', 'seed', '--org', 'o', '--entity', 'e', '--customers', '1', '--invoices', '1', '--bills', '0']
-  const [down, wrong, missing] = await Promise.all([
+  const trigger = ['events', 'trigger', 'invoice.paid', '--org', 'o', '--entity', 'e']
+  const [down, wrong, missing, triggerDown, triggerPort] = await Promise.all([
     run([...seed, '--url', `http://127.0.0.1:${closed}`]),
     run([...seed, '--url', base], { EVENTS_TOKEN: 'not-the-service-token-at-all-0123' }),
-    run(['events', 'import', join(dir, 'nowhere.ndjson'), '--url', base])
+    run(['events', 'import', join(dir, 'nowhere.ndjson'), '--url', base]),
+    run([...trigger, '--url', `http://127.0.0.1:${closed}`]),
+    // Without --url: HOST and PORT, as the service reads them.
+    run(trigger, { HOST: '127.0.0.1', PORT: String(closed) })
   ])
-  t.equal(down.code, 1)
-  t.equal(down.stderr, `Cannot reach the service at http://127.0.0.1:${closed}/events: connect ECONNREFUSED ` +
-    `127.0.0.1:${closed}. Is it running (npm start)? Pass --url if it listens elsewhere.\n`)
+  const unreachable = `Cannot reach the service at http://127.0.0.1:${closed}/events: connect ECONNREFUSED ` +
+    `127.0.0.1:${closed}. Is it running (npm start)? If it listens elsewhere, pass --url, or set PORT (and HOST) as ` +
+    'the service has them.\n'
+  const unreached = { 'sandbox seed': down, 'events trigger': triggerDown, 'trigger on PORT': triggerPort }
+  for (const [name, r] of Object.entries(unreached)) {
+    t.equal(r.code, 1, name)
+    t.equal(r.stderr, unreachable, `${name}: one line naming the URL tried and the options`)
+  }
   t.equal(wrong.code, 1)
   t.match(wrong.stderr,
     /^The service refused a batch of the sandbox's events \(401 invalid_token: .*\)\. The service expects another /)
   t.equal(missing.code, 1)
   t.match(missing.stderr, /^Cannot read .*nowhere\.ndjson: ENOENT/)
-  t.notMatch(down.stderr + wrong.stderr + missing.stderr, /\n\s+at /, 'no stack trace')
+  t.notMatch(down.stderr + wrong.stderr + missing.stderr + triggerDown.stderr, /\n\s+at /, 'no stack trace')
 })
