@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { Command, CommanderError, InvalidArgumentError } from 'commander'
 import { isRecordDate } from './lib/dates.js'
 import { CommandError, MAX_BATCH } from './lib/events-client.js'
@@ -35,7 +35,14 @@ async function openapi (options: { out?: string }): Promise<void> {
   const doc = JSON.stringify(app.swagger(), null, 2) + '\n'
   await app.close()
   if (options.out) {
-    writeFileSync(options.out, doc)
+    try {
+      writeFileSync(options.out, doc)
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException
+      throw new CommandError(e.code === 'ENOENT'
+        ? `Cannot write ${options.out}: the folder ${dirname(resolve(options.out))} does not exist.`
+        : `Cannot write ${options.out}: ${e.code ?? e.message}.`)
+    }
     process.stderr.write(`wrote ${options.out}\n`)
   } else {
     process.stdout.write(doc)

@@ -1,5 +1,5 @@
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig, type Config } from './plugins/config.js'
+import { ConfigError, loadConfig, StartupError, type Config } from './plugins/config.js'
 
 // Longer than a delivery attempt's 15 s, which the worker lets finish; shorter than Kubernetes' default 30 s.
 const SHUTDOWN_GRACE_MS = 25_000
@@ -57,7 +57,21 @@ export async function serve (config: Config): Promise<void> {
   process.once('SIGTERM', () => shutdown('SIGTERM'))
   process.once('SIGINT', () => shutdown('SIGINT'))
 
-  await app.listen({ port: config.port, host: config.host })
+  try {
+    await app.listen({ port: config.port, host: config.host })
+  } catch (err) {
+    await app.close()
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'EADDRINUSE') {
+      throw new StartupError(`Port ${config.port} on ${config.host} is in use by another process: stop it, or set ` +
+        `PORT to a free port (PORT=${config.port + 1} npm start).`)
+    }
+    if (code === 'EADDRNOTAVAIL' || code === 'EACCES') {
+      throw new StartupError(`Cannot listen on ${config.host}:${config.port} (${code}): set HOST and PORT to an ` +
+        'address of this machine and a port this user may open.')
+    }
+    throw err
+  }
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host

@@ -134,3 +134,23 @@ t.test('usage errors name what is wrong, exit 2 and do nothing', async t => {
   }
   t.same(await state.changed(), { files: [], tables: 0 }, 'no data directory written, no table made')
 })
+
+t.test('what goes wrong around a command is one line naming the cause, never a stack trace', async t => {
+  const { createServer } = await import('node:net')
+  const busy = createServer()
+  await new Promise<void>(resolve => busy.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => busy.close())
+  const port = (busy.address() as { port: number }).port
+  const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-errors-'))
+  const env = { DATA_DIR: dataDir, DATABASE_URL: '', HOST: '127.0.0.1', LOG_LEVEL: 'warn' }
+  const missing = join(dataDir, 'no', 'such', 'folder', 'openapi.json')
+  const [inUse, out] = await Promise.all([
+    runCli(['serve'], { ...env, PORT: String(port) }),
+    runCli(['openapi', '--out', missing], env)
+  ])
+  t.equal(inUse.code, 1, 'serve on a port in use exits 1')
+  t.equal(inUse.stderr, `Port ${port} on 127.0.0.1 is in use by another process: stop it, or set PORT to a free ` +
+    `port (PORT=${port + 1} npm start).\n`)
+  t.equal(out.code, 1, 'openapi --out into a missing folder exits 1')
+  t.equal(out.stderr, `Cannot write ${missing}: the folder ${join(dataDir, 'no', 'such', 'folder')} does not exist.\n`)
+})

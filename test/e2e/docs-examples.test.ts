@@ -26,6 +26,8 @@ const COVERAGE: Record<string, string> = {
   'README.md › The whole journey by hand': RUN,
   'README.md › Layout': 'a folder map, not a command',
   'docs/mcp.md › With a token you already have': RUN,
+  'docs/mcp.md › One token for the API and the MCP endpoint': 'the consent step of the README\'s journey, which ' +
+    'this file runs with the same resource=$BASE/mcp (README.md › The whole journey by hand)',
   'docs/producers.md › Sending a change': RUN,
   'docs/producers.md › When a send is refused': 'a sample answer: the test sends the batch it describes and ' +
     'compares the answer with it, byte for byte',
@@ -87,6 +89,9 @@ t.test('the README walkthrough, as written', async t => {
     '5. /me')
   t.match(json(/"error":"insufficient_scope"/), { error: 'insufficient_scope' }, '5. customers:read not granted')
   t.match(json(/"error":"tenant_mismatch"/), { error: 'tenant_mismatch' }, '5. another tenant is refused')
+  t.match(json(/^\{"jsonrpc":"2.0","id":1,"result"/),
+    { result: { structuredContent: { client_id: app.client_id, org_ref_id: 'org_demo' } } },
+    '5. the same token on the MCP endpoint (issued with resource=$BASE/mcp)')
   const page = json(/^\{"invoices":\[/) as { invoices: Array<{ id: string }>, next_cursor: string | null }
   t.equal(page.invoices.length, 5, '6. the first page of the sandbox\'s invoices')
   t.type(page.next_cursor, 'string', '6. with a cursor to the next page')
