@@ -19,7 +19,7 @@ const KNOWN_APP_SCHEMES = new Set(['cursor', 'vscode', 'vscode-insiders'])
 const REVERSE_DOMAIN = /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+$/
 
 /**
- * `developer`: apps registered by a developer, https only (contract 3.1). `native`: clients that register
+ * `developer`: apps registered by a developer, https only. `native`: clients that register
  * themselves (DCR, CIMD), which may also be native apps: loopback http on any port and private-use schemes
  * such as `cursor://` (RFC 8252 7.1 and 7.3).
  */

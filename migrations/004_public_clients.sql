@@ -1,4 +1,4 @@
--- Clients that register themselves (issue 9, docs/decisions.md#clients-that-register-themselves). Postgres 15 and
+-- Clients that register themselves (docs/decisions.md#clients-that-register-themselves). Postgres 15 and
 -- PGlite.
 
 -- A public client has no secret (RFC 6749 2.1): it proves itself with PKCE alone. Clients registered by Dynamic

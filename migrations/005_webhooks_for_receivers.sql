@@ -1,6 +1,6 @@
--- Webhooks receivers can use (issue 10, docs/decisions.md#webhooks-for-receivers-issue-10). Postgres 15 and PGlite.
+-- Webhooks receivers can use (docs/decisions.md). Postgres 15 and PGlite.
 
--- How `webhook-signature` is keyed. 'legacy': subscriptions created before issue 10 (base64url secrets, keyed with
+-- How `webhook-signature` is keyed. 'legacy': subscriptions created before this migration (base64url secrets, keyed with
 -- the UTF-8 bytes of the whole string) keep verifying as they did; 'standard': the base64-decoded bytes after
 -- `whsec_`, as the Standard Webhooks and Svix libraries expect. Existing rows get 'legacy', new ones 'standard'.
 alter table webhook_subscriptions add column signing_scheme text not null default 'legacy'

@@ -55,7 +55,7 @@ export const Catalog = Type.Object({
   version: Type.String(),
   protocol: Type.Object({
     name: Type.Literal('mcp'),
-    revision: Type.String({ description: 'The session revision, 2025-11-25 (contract section 7).' }),
+    revision: Type.String({ description: 'The session revision, 2025-11-25.' }),
     revisions: Type.Array(Type.String(), { description: 'Every revision /mcp speaks, oldest first.' })
   }),
   endpoint: Type.String(),

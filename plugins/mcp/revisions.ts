@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { classifyInboundRequest, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/server'
 
-/** The revision with sessions (initialize, Mcp-Session-Id), the one contract section 7 first named. */
+/** The revision with sessions (initialize, Mcp-Session-Id), the one the endpoint first spoke. */
 export const SESSION_REVISION = '2025-11-25'
 /** The stateless revision: every request names it in params._meta; no session, no initialize. */
 export const STATELESS_REVISION = '2026-07-28'

@@ -23,7 +23,7 @@ const catalog: FastifyPluginAsyncTypebox = async app => {
   app.get('/catalog.json', { schema: { ...schema, response: { 200: Catalog } } }, async () => ({
     name: SERVER_NAME,
     version: VERSION,
-    // `revision` as contract section 7 has it (the session revision); `revisions`, every one /mcp speaks.
+    // `revision` as first specified (the session revision, docs/rules.md); `revisions`, every one /mcp speaks.
     protocol: { name: 'mcp' as const, revision: SESSION_REVISION, revisions: [...PROTOCOL_REVISIONS] },
     endpoint,
     tools: app.mcp.tools.map(t => ({ ...describeTool(t), requiredScopes: t.requiredScopes })),

@@ -6,8 +6,18 @@ import { eventCatalog, EventTypes } from '../../schemas/webhooks.js'
 const referenceRedirectUri = (publicBaseUrl: string): string =>
   `${publicBaseUrl}/docs/static/oauth2-redirect.html`
 
+/** The reference page's header: the API's name, where Swagger UI would show its own logo. */
+const LOGO = Buffer.from(
+  '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40" viewBox="0 0 300 40">' +
+  '<text x="0" y="28" font-family="sans-serif" font-size="24" font-weight="600" fill="#ffffff">' +
+  'Marketplace gateway</text></svg>'
+)
+
 /** The OpenAPI document, its rendering, and the event catalog: documents anyone may read. */
 const docs: FastifyPluginAsyncTypebox = async (app) => {
+  // The root is nothing of its own: a person who opens the service in a browser wants the reference.
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs', 302))
+
   app.get('/public/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   const eventTypes = eventCatalog()
@@ -31,6 +41,8 @@ const docs: FastifyPluginAsyncTypebox = async (app) => {
     routePrefix: '/docs',
     uiConfig: { deepLinking: true, oauth2RedirectUrl: referenceRedirectUri(app.config.publicBaseUrl) },
     initOAuth: { usePkceWithAuthorizationCodeGrant: true },
+    theme: { title: 'Marketplace gateway API reference' },
+    logo: { type: 'image/svg+xml', content: LOGO },
     staticCSP: true
   })
 }

@@ -30,7 +30,7 @@ const installs: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'listInstalls',
       summary: 'List the installs of an entity',
       description: 'Every install of an entity of the signed-in user\'s organisation, active and uninstalled. The ' +
-        'record\'s casing (camelCase, a capital `Status`) is as the contract fixes it.',
+        'record\'s casing (camelCase, a capital `Status`) is fixed by the interface (docs/rules.md#json-casings).',
       params: TenantParams,
       response: { 200: InstallListing, ...errorResponses(...USER_ERRORS, errors.notMemberOfTenant()) }
     }

@@ -65,6 +65,11 @@ t.test('/docs shows every operation with its examples, and runs the OAuth flow',
   page.setDefaultTimeout(15_000)
   const pageErrors: string[] = []
   page.on('pageerror', e => pageErrors.push(e.message))
+  // The root sends a browser to the reference, which carries the API's name.
+  t.equal((await page.goto(`${origin}/`))?.status(), 200)
+  t.equal(page.url(), `${origin}/docs`, 'GET / leads to the reference page')
+  t.equal(await page.title(), 'Marketplace gateway API reference')
+  t.match(await page.locator('.topbar img').getAttribute('src') ?? '', /logo|svg/, 'with the API\'s name as the logo')
   t.equal((await page.goto(`${origin}/docs`))?.status(), 200)
   await page.locator('.opblock').first().waitFor()
 

@@ -286,6 +286,7 @@ function undocumentedOperations (app: AppInstance): Operation[] {
     op('GET', '/.well-known/oauth-protected-resource/mcp'),
     op('GET', '/.well-known/oauth-authorization-server'),
     op('GET', '/public/v1/openapi.json'),
+    op('GET', '/'),
     op('GET', '/docs'),
     op('GET', '/docs/'),
     op('GET', '/docs/static/index.html'),

@@ -40,7 +40,7 @@ t.test('the OpenAPI document is valid 3.1 and complete', async t => {
   const T = '/public/v1/orgs/{orgId}/entities/{entityId}'
   const W = `${T}/webhooks`
   const TENANT = ['401', '403', '429', '500', '503']
-  // Each operation's status codes: the contract's, plus 400 wherever input is validated (docs/rules.md).
+  // Each operation's status codes: the documented ones, plus 400 wherever input is validated (docs/rules.md).
   const codes: Record<string, string[]> = {
     'get /public/v1/me': ['200', '401', '429', '500', '503'],
     [`get ${T}/invoices`]: ['200', '400', ...TENANT],

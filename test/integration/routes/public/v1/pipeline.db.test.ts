@@ -14,7 +14,7 @@ const app = await build(t, {}, { clock })
 const smallLimit = await build(t, { PUBLIC_RATE_LIMIT: '3' })
 
 // Rows are the numbered steps of docs/rules.md#public-request-pipeline.
-t.test('contract 3.4, row by row', async t => {
+t.test('the request pipeline (docs/rules.md), row by row', async t => {
   const i = await install(app, { scopes: ['invoices:read'] })
   const tenant = `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}`
   const { header, payload } = decode(i.accessToken)
