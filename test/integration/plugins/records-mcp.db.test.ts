@@ -1,4 +1,4 @@
-// The record tools (docs/records.md, docs/mcp.md) through the MCP SDK client over real HTTP: the same arguments and the same
+// The record tools (docs/records.md) through the MCP SDK client over real HTTP: the same arguments and the same
 // JSON as the REST routes, page for page, and the same errors as tool errors.
 import t, { type Test } from 'tap'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'

@@ -48,7 +48,8 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'listWebhookSubscriptions',
       summary: 'List your subscriptions',
       description: 'Active subscriptions of the calling install; with `include_inactive=true` also deleted and ' +
-        'disabled ones, with the reason. The casing of the fields is fixed by the interface (docs/rules.md#json-casings).',
+        'disabled ones, with the reason. The casing of the fields is fixed by the interface ' +
+        '(docs/rules.md#json-casings).',
       params: TenantParams,
       querystring: ListQuery,
       response: {

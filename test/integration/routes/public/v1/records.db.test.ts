@@ -1,4 +1,4 @@
-// The accounting read routes (docs/records.md): invoices, bills and customers kept from the producer's events and served
+// The read routes (docs/records.md): invoices, bills and customers kept from the producer's events and served
 // by GET .../invoices, /bills, /customers and their single records. Everything goes through POST /events and the
 // routes; the database is read only to count what a refused event must not have left behind.
 import t, { type Test } from 'tap'
