@@ -1,8 +1,11 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
 import type { FastifyBaseLogger } from 'fastify'
 import { maskUrl, StartupError, type Config } from '../config.js'
 import { createEmbedded } from './embedded.js'
+import { cachedInitialCluster } from './initial-cluster.js'
 import { migrate } from './migrate.js'
 import { createPostgres, unavailableKind, type PostgresOptions } from './postgres.js'
 import type { Db } from './types.js'
@@ -50,7 +53,13 @@ export async function openDb (
   opts: PostgresOptions = {}
 ): Promise<Db> {
   const url = config.databaseUrl
-  if (!url) return createEmbedded(config.embeddedDataDir, config.embeddedSnapshot)
+  if (!url) {
+    // A directory that holds no cluster yet starts from the prepared one, when there is one (initial-cluster.ts).
+    const fresh = !existsSync(join(config.embeddedDataDir, 'PG_VERSION'))
+    const snapshot = config.embeddedSnapshot ??
+      (fresh && !config.embeddedDataDir.startsWith('memory://') ? cachedInitialCluster() : undefined)
+    return createEmbedded(config.embeddedDataDir, snapshot)
+  }
   const deadline = Date.now() + config.databaseStartupWaitSeconds * 1000
   for (let attempt = 1; ; attempt++) {
     try {

@@ -1,17 +1,12 @@
 import { createHash, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
-import {
-  existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
-} from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { inspect } from 'node:util'
 import pg from 'pg'
-import { PGlite } from '@electric-sql/pglite'
 import { buildApp, type AppInstance, type BuildOptions } from '../../app.js'
-import { ROOT } from '../../lib/root.js'
 import { loadConfig, type Config } from '../../plugins/config.js'
-import { migrate } from '../../plugins/db/migrate.js'
-import type { Db } from '../../plugins/db/types.js'
+import { initialCluster } from '../../plugins/db/initial-cluster.js'
 
 type Test = { teardown(fn: () => unknown): void }
 
@@ -87,36 +82,8 @@ export function postgresDatabase (t: Test): Promise<string> {
   return freshDatabase(t, POSTGRES_SERVER)
 }
 
-/**
- * On the embedded database, every app of the tests starts from one migrated data directory instead of creating its
- * own: creating a PGlite cluster costs seconds of CPU, loading a dump of one a fraction of that. The dump is made
- * once, kept under node_modules/.cache by the migrations' content and PGlite's version (so a new migration makes a
- * new one), and shared by every test file; a file that finds none makes it and writes it in one rename.
- */
-async function embeddedSnapshot (): Promise<Blob> {
-  const migrations = join(ROOT, 'migrations')
-  const key = createHash('sha256')
-  for (const f of readdirSync(migrations).sort()) key.update(f).update(readFileSync(join(migrations, f)))
-  key.update(JSON.parse(readFileSync(join(ROOT, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')).version)
-  const dir = join(ROOT, 'node_modules', '.cache', 'marketplace-gateway')
-  const file = join(dir, `pglite-${key.digest('hex').slice(0, 16)}.tar`)
-  if (existsSync(file)) return new Blob([readFileSync(file)])
-  const pglite = await PGlite.create('memory://')
-  const q = {
-    query: async <T>(sql: string, params?: unknown[]) => (await pglite.query<T>(sql, params)).rows,
-    exec: async (sql: string) => { await pglite.exec(sql) }
-  }
-  await migrate({ withAdvisoryLock: async (_key, fn) => fn(q) } as Db)
-  const dump = await pglite.dumpDataDir('none')
-  await pglite.close()
-  mkdirSync(dir, { recursive: true })
-  const partial = `${file}.${process.pid}`
-  writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
-  renameSync(partial, file)
-  return dump
-}
-
-const EMBEDDED_SNAPSHOT = TEST_DATABASE_URL ? undefined : await embeddedSnapshot()
+// Every app of the tests on the embedded database starts from the one migrated cluster (plugins/db/initial-cluster.ts).
+const EMBEDDED_SNAPSHOT = TEST_DATABASE_URL ? undefined : await initialCluster()
 
 /** Configuration for a test: the database under test (this file's Postgres database, else in-memory embedded). */
 export function testConfig (t: Test, env: Record<string, string | undefined> = {}): Config {
