@@ -219,7 +219,8 @@ export default fp(
             clientSecret === undefined ? null : sha256(clientSecret), redirectUris, scopes, input.websiteUrl ?? null,
             isPublic ? 'public' : 'confidential']
         )
-        await forgetUnusedRegistrations()
+        // Beside the answer, not in its way: a sweep that fails (a consent racing with it) costs this client nothing.
+        forgetUnusedRegistrations().catch(err => app.log.warn({ err }, 'could not forget unused registrations'))
         return { app: toApp(row!), ...(clientSecret === undefined ? {} : { clientSecret }) }
       },
 

@@ -324,6 +324,11 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
   if (!reported('CLIENT_METADATA_TIMEOUT_SECONDS') && !metadataTimeoutInRange) {
     problems.push(['CLIENT_METADATA_TIMEOUT_SECONDS', `must be from 0.1 to 60 seconds (got ${metadataTimeoutSeconds})`])
   }
+  const mcpRequestTimeoutSeconds = Number(env.MCP_REQUEST_TIMEOUT_SECONDS ?? 30)
+  const mcpRequestTimeoutInRange = mcpRequestTimeoutSeconds >= 0.1 && mcpRequestTimeoutSeconds <= 3600
+  if (!reported('MCP_REQUEST_TIMEOUT_SECONDS') && !mcpRequestTimeoutInRange) {
+    problems.push(['MCP_REQUEST_TIMEOUT_SECONDS', `must be from 0.1 to 3600 seconds (got ${mcpRequestTimeoutSeconds})`])
+  }
   if (problems.length > 0 || !webhookSecretKey || Array.isArray(tokenSigningKey)) throw new ConfigError(problems)
 
   return {
@@ -348,7 +353,7 @@ export function loadConfig (rawEnv: Record<string, string | undefined> = process
     mcpRateLimitIp: Number(env.MCP_RATE_LIMIT_IP ?? 120),
     mcpRateLimitSession: Number(env.MCP_RATE_LIMIT_SESSION ?? 60),
     mcpSessionIdleMinutes: Number(env.MCP_SESSION_IDLE_MINUTES ?? 30),
-    mcpRequestTimeoutSeconds: Number(env.MCP_REQUEST_TIMEOUT_SECONDS ?? 30),
+    mcpRequestTimeoutSeconds,
     webhookRetrySchedule: (env.WEBHOOK_RETRY_SCHEDULE ?? '5,300,1800,7200,18000,36000,36000').split(',').map(Number),
     webhookDisableAfterFailures: Number(env.WEBHOOK_DISABLE_AFTER_FAILURES ?? 20),
     webhookDisableAfterHours: Number(env.WEBHOOK_DISABLE_AFTER_HOURS ?? 24),

@@ -392,11 +392,15 @@ export default fp(
             // within the grace window. The same successor again (it is derived from this token), with a new access
             // token: whichever answer the client keeps, its chain is the one that lives.
             if (!s.raced && !s.in_grace) return 'reused'
+            // A successor not derived from this token (drawn by an earlier version, or under an earlier signing
+            // key) cannot be given again; the client that got it keeps it, nothing is revoked.
+            const successor = successorOf(hash)
+            if (sha256(successor) !== t.replaced_by) return invalid
             const install = await app.installs.find(t.install_id, q)
             if (install?.status !== 'active') return invalid
             const resource = tokenResource(s.resource, p.resource)
             if (resource instanceof ApiError) return resource
-            return tokensFor(install, successorOf(hash), s.issued_ms, resource)
+            return tokensFor(install, successor, s.issued_ms, resource)
           }
           const install = await app.installs.find(t.install_id, q)
           if (install?.status !== 'active') return invalid

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs'
+import { linkSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { StartupError } from '../config.js'
 
@@ -19,6 +19,16 @@ export class DataDirInUseError extends StartupError {
 /** The lock files this process holds: its own pid in a file is a lock of this process only if it is here. */
 const held = new Set<string>()
 
+/** The pid in a lock file; undefined when there is none or it is not one. */
+function readPid (file: string): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(file, 'utf8'), 10)
+    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
+  } catch {
+    return undefined
+  }
+}
+
 const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
@@ -37,24 +47,28 @@ const alive = (pid: number): boolean => {
 export function lockDataDir (dataDir: string): () => void {
   const file = resolve(dataDir, LOCK_FILE)
   if (held.has(file)) throw new DataDirInUseError(dataDir, process.pid)
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const fd = openSync(file, 'wx', 0o600)
-      writeSync(fd, `${process.pid}\n`)
-      closeSync(fd)
-      held.add(file)
-      break
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err
-      let pid = Number.NaN
+  // The file appears with its pid in it (written aside, then linked into place), so no other process ever reads it
+  // empty and takes it for a stale one.
+  const aside = `${file}.${process.pid}`
+  writeFileSync(aside, `${process.pid}\n`, { mode: 0o600 })
+  try {
+    for (let attempt = 0; ; attempt++) {
       try {
-        pid = Number.parseInt(readFileSync(file, 'utf8'), 10)
-      } catch {}
-      if (Number.isSafeInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-        throw new DataDirInUseError(dataDir, pid)
+        linkSync(aside, file)
+        held.add(file)
+        break
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err
+        const holder = readPid(file)
+        if (holder !== undefined && holder !== process.pid && alive(holder)) {
+          throw new DataDirInUseError(dataDir, holder)
+        }
+        // Stale: taken over, unless another process took it over in the meantime.
+        if (readPid(file) === holder) rmSync(file, { force: true })
       }
-      unlinkSync(file)
     }
+  } finally {
+    rmSync(aside, { force: true })
   }
   const release = (): void => {
     process.off('exit', release)

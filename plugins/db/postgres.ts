@@ -60,6 +60,9 @@ export interface PostgresOptions {
   onUnavailable?: (kind: string) => void
 }
 
+/** Distinct statement texts prepared by name at most; the service's own are about a hundred. */
+const MAX_NAMED = 1_000
+
 export async function createPostgres (url: string, log: FastifyBaseLogger, opts: PostgresOptions = {}): Promise<Db> {
   const connection = connectionOptions(url)
   const pool = new pg.Pool({
@@ -166,17 +169,20 @@ export async function createPostgres (url: string, log: FastifyBaseLogger, opts:
   await connectListener()
 
   // Named statements are parsed and planned once per connection, not on every call: the service's SQL is a
-  // small fixed set, so the name is simply a number per distinct text.
+  // small fixed set, so the name is simply a number per distinct text. Texts made for one call (`once`) go unnamed,
+  // and past MAX_NAMED distinct texts every new one does, so that neither this map nor any backend's prepared
+  // statements can grow without bound.
   const names = new Map<string, string>()
-  const nameOf = (sql: string): string => {
+  const nameOf = (sql: string): string | undefined => {
     let name = names.get(sql)
-    if (!name) names.set(sql, name = `mg${names.size}`)
+    if (!name && names.size < MAX_NAMED) names.set(sql, name = `mg${names.size}`)
     return name
   }
   const queryable = (c: pg.Pool | pg.PoolClient | pg.Client): Queryable => ({
-    async query<T> (sql: string, params?: unknown[]) {
+    async query<T> (sql: string, params?: unknown[], opts?: { once?: boolean }) {
       try {
-        const res = await c.query({ name: nameOf(sql), text: sql, values: params as unknown[] })
+        const name = opts?.once ? undefined : nameOf(sql)
+        const res = await c.query({ ...(name && { name }), text: sql, values: params as unknown[] })
         return res.rows as T[]
       } catch (err) {
         throw translate(err)

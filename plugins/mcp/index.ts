@@ -1,3 +1,4 @@
+import { finished } from 'node:stream'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import {
@@ -18,7 +19,7 @@ import type { Principal } from '../auth/access-state.js'
 import { plainSessionCall, plainStatelessCall, type PlainCall } from './fast-call.js'
 import { createRegistry, describeResource, type Registry, type ToolResult } from './registry.js'
 import { speaksStateless } from './revisions.js'
-import { GatewayServer, REQUEST_TIMED_OUT } from './server.js'
+import { GatewayServer, hasNul, REQUEST_TIMED_OUT } from './server.js'
 import { createSessions } from './sessions.js'
 
 export { PROTOCOL_REVISIONS, SESSION_REVISION, STATELESS_REVISION } from './revisions.js'
@@ -68,11 +69,6 @@ const principalOf = (ctx: ServerContext): Principal | null =>
 /** What the SDK hands its handlers as `ctx.http.authInfo`: the principal rides along, already checked. */
 const authInfoOf = (principal: Principal): AuthInfo =>
   ({ token: '', clientId: principal.clientId, scopes: [...principal.scopes], extra: { principal } })
-
-const hasNul = (v: unknown): boolean =>
-  typeof v === 'string'
-    ? v.includes('\0')
-    : typeof v === 'object' && v !== null && Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x))
 
 /**
  * The Model Context Protocol endpoint, both revisions on one URL, from the official SDK's 2.x server
@@ -231,7 +227,8 @@ export default fp(
         (typeof body.id === 'string' || typeof body.id === 'number')) {
         const done = sessions.begin(session, reply, body.id)
         if (!done) return undefined
-        reply.raw.once('close', done).once('finish', done)
+        // Also when the client went away already, while the session was being read: then at once.
+        finished(reply.raw, () => done())
       }
       const call = plainSessionCall(request)
       if (call) {

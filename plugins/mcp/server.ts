@@ -9,6 +9,12 @@ import {
   type StandardSchemaV1
 } from '@modelcontextprotocol/server'
 
+/** Whether a JSON value holds NUL in a string or a key: text the database can neither store nor compare. */
+export const hasNul = (v: unknown): boolean =>
+  typeof v === 'string'
+    ? v.includes('\0')
+    : typeof v === 'object' && v !== null && Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x))
+
 /** The JSON-RPC code of a request the server stopped waiting for: the one SDK clients give their own time-outs. */
 export const REQUEST_TIMED_OUT = -32001
 

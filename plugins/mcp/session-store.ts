@@ -56,10 +56,16 @@ export function createSessionStore (db: Db) {
       }
     },
 
-    /** Records that the session was used at `at`, unless a later use is recorded already. */
-    async touch (id: string, at: number): Promise<void> {
-      await db.query('update mcp_sessions set last_seen_at = $2 where id = $1 and last_seen_at < $2',
+    /**
+     * Records that the session was used at `at`, unless a later use is recorded already. False when the session has
+     * no row any more.
+     */
+    async touch (id: string, at: number): Promise<boolean> {
+      const [row] = await db.query<{ found: boolean }>(
+        `with touched as (update mcp_sessions set last_seen_at = greatest(last_seen_at, $2) where id = $1 returning 1)
+         select exists (select 1 from touched) as found`,
         [id, new Date(at)])
+      return row?.found === true
     },
 
     /** Ends a session for every instance: the row goes, and each instance hears of it. */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
+import { finished } from 'node:stream'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import {
   isInitializeRequest,
@@ -12,7 +13,7 @@ import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node'
 import type { Principal } from '../auth/access-state.js'
 import type { Db } from '../db/index.js'
 import { errors, sendError } from '../errors.js'
-import { REQUEST_TIMED_OUT, type GatewayServer } from './server.js'
+import { hasNul, REQUEST_TIMED_OUT, type GatewayServer } from './server.js'
 import { createSessionStore, SESSION_ENDED_CHANNEL, type StoredSession } from './session-store.js'
 
 /** A 2025-11-25 session as this instance knows it: the stored record, and what this instance has of its own. */
@@ -58,8 +59,15 @@ export function createSessions (opts: {
   /** Every per-request transport still open (answers being written, GET streams): closed at shutdown. */
   const live = new Set<NodeStreamableHTTPServerTransport>()
 
+  /**
+   * Bumped whenever an end is heard or notifications were lost: a row read while that happened may be the copy from
+   * before the end, and is not trusted.
+   */
+  let generation = 0
+
   /** Forgets a session on this instance: its event streams end. */
   function forget (id: string): void {
+    generation++
     const session = known.get(id)
     if (!session) return
     known.delete(id)
@@ -79,8 +87,9 @@ export function createSessions (opts: {
    * idle too long. A use recorded by another instance may be up to `touchEvery` older than its latest use.
    */
   async function reload (id: string, mine: Session | undefined): Promise<Session | undefined> {
-    const trusted = db.notificationsHealthy
+    const [healthy, before] = [db.notificationsHealthy, generation]
     const stored = await store.find(id)
+    const trusted = healthy && generation === before
     if (!stored) {
       forget(id)
       return undefined
@@ -146,6 +155,7 @@ export function createSessions (opts: {
     async listen (): Promise<void> {
       await db.listen(SESSION_ENDED_CHANNEL, forget)
       db.onNotificationsLost(() => {
+        generation++
         for (const s of known.values()) s.trusted = false
       })
     },
@@ -185,12 +195,20 @@ export function createSessions (opts: {
         session.lastSeen = at
         if (at - session.written >= touchEvery) {
           session.written = at
-          store.touch(session.id, at).catch(err => log.warn({ err }, 'mcp: could not record a session\'s use'))
+          // A session whose row is gone (ended while this instance trusted its copy) is forgotten.
+          store.touch(session.id, at).then(found => { if (!found) forget(session.id) },
+            err => log.warn({ err }, 'mcp: could not record a session\'s use'))
         }
         return { session, opened: false }
       }
       if (request.method !== 'POST' || !isInitializeRequest(request.body)) {
         sendError(reply, errors.mcpNoSession())
+        return undefined
+      }
+      // The handshake is stored (client info and capabilities): text the database cannot hold is refused here.
+      if (hasNul(request.body.params)) {
+        refuse(reply, 400, (request.body as { id?: JsonRpcId }).id ?? null, ProtocolErrorCode.InvalidParams,
+          'Invalid params: params must not contain NUL characters.')
         return undefined
       }
       return { session: await open(principal, request.body.params), opened: true }
@@ -224,14 +242,19 @@ export function createSessions (opts: {
       principal: Principal | null,
       server: GatewayServer
     ): Promise<void> {
+      const stream = request.method === 'GET'
+      if (stream && session.streams.size > 0) {
+        // As the SDK's own session transport answers: a session has one event stream (here, per instance), so that
+        // a token cannot hold sockets open without bound.
+        refuse(reply, 409, null, -32000, 'Conflict: Only one SSE stream is allowed per session')
+        return
+      }
       if (!opened) server.resume(session)
       const transport = new NodeStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         onsessionclosed: () => end(session.id)
       })
-      await server.connect(transport)
       live.add(transport)
-      const stream = request.method === 'GET'
       if (stream) session.streams.add(transport)
       const body = request.body as { id?: JsonRpcId, method?: unknown } | undefined
       const id = request.method === 'POST' && body?.method !== undefined ? body.id : undefined
@@ -244,13 +267,15 @@ export function createSessions (opts: {
             error: { code: REQUEST_TIMED_OUT, message: `Request timed out after ${opts.requestTimeoutMs / 1000} s.` }
           }, { relatedRequestId: id }).catch(() => {}).finally(() => { transport.close().catch(() => {}) })
         }, opts.requestTimeoutMs)
-      reply.raw.once('close', () => {
+      // Also when the client went away already, while the session was being read: then at once.
+      finished(reply.raw, () => {
         clearTimeout(timer)
         live.delete(transport)
         session.streams.delete(transport)
         transport.close().catch(() => {})
         server.close().catch(() => {})
       })
+      await server.connect(transport)
 
       const raw = request.raw as IncomingMessage & { auth?: AuthInfo }
       if (principal) raw.auth = opts.authInfo(principal)

@@ -62,7 +62,8 @@ export function createRecordStore (db: Db, kind: RecordKind) {
     const params: unknown[] = []
     const branches = calls.map((c, k) => `select ${k} as k, p.* from (${pageStatement(table, c, params)}) p`)
     type Row = { k: number, bodies: string | null, more: boolean, at_ms: string | null, id: string | null }
-    const rows = await db.query<Row>(branches.join('\nunion all\n'), params)
+    // A text of its own for every mix of pages: sent unnamed, not kept prepared.
+    const rows = await db.query<Row>(branches.join('\nunion all\n'), params, { once: true })
     const byCall: Page[] = []
     for (const row of rows) {
       byCall[row.k] = {

@@ -86,6 +86,16 @@ t.test('development secrets are generated once and kept', async t => {
   t.same(a.mcpAllowedOrigins, ['http://127.0.0.1:3000'])
 })
 
+t.test('MCP_REQUEST_TIMEOUT_SECONDS: 30 by default, from 0.1 to 3600 seconds, decimals allowed', async t => {
+  const dir = dataDir()
+  t.equal(loadConfig({ DATA_DIR: dir }).mcpRequestTimeoutSeconds, 30)
+  t.equal(loadConfig({ DATA_DIR: dir, MCP_REQUEST_TIMEOUT_SECONDS: '0.3' }).mcpRequestTimeoutSeconds, 0.3)
+  for (const bad of ['0', '0.05', '3601', '1e3', '-1', 'x']) {
+    t.throws(() => loadConfig({ DATA_DIR: dir, MCP_REQUEST_TIMEOUT_SECONDS: bad }),
+      { name: 'ConfigError', message: /MCP_REQUEST_TIMEOUT_SECONDS must be/ }, bad)
+  }
+})
+
 t.test('CLIENT_METADATA_TIMEOUT_SECONDS: 3 by default, from 0.1 to 60 seconds, decimals allowed', async t => {
   const dir = dataDir()
   t.equal(loadConfig({ DATA_DIR: dir }).clientMetadataTimeoutSeconds, 3)

@@ -472,6 +472,18 @@ t.test('transport errors, tokens, Host and Origin', async t => {
     id: 10,
     error: { code: -32602, message: 'Invalid params: params.arguments must not contain NUL characters.' }
   }, 'a NUL in tool arguments: -32602 with the request id, not a parse error')
+  const nulHandshake = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: ACCEPT,
+    body: JSON.stringify({
+      ...initialize, id: 12, params: { ...initialize.params, clientInfo: { name: 'a\u0000b', version: '1' } }
+    })
+  })
+  t.equal(nulHandshake.status, 400, 'a NUL in the handshake, which is stored: 400, not 500')
+  t.same(await nulHandshake.json(), {
+    jsonrpc: '2.0', id: 12, error: { code: -32602, message: 'Invalid params: params must not contain NUL characters.' }
+  })
+  t.notOk(nulHandshake.headers.get('mcp-session-id'), 'and no session')
   const schemaRefused = await call(11, { cursor: 1 }, 'tools/list')
   t.match(await answer(schemaRefused),
     { jsonrpc: '2.0', id: 11, error: { code: -32602, message: /^Invalid params: params\.cursor: / } },
@@ -552,6 +564,13 @@ t.test('the GET event stream opens, and closing the app ends it without waiting 
   const pong = await ping(base, session)
   await pong.text()
   t.equal(pong.status, 200, 'the session answers while its stream is read')
+  const second = await fetch(`${base}/mcp`, {
+    headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }
+  })
+  t.equal(second.status, 409, 'a second stream of the session is refused, as the SDK\'s transport refuses it')
+  t.same(await second.json(), {
+    jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Conflict: Only one SSE stream is allowed per session' }
+  })
   t.notOk(settled, 'and the stream is still open when the app starts closing')
   // A close that waited on the stream would never resolve (the tap time-out would end the test).
   await app.close()

@@ -381,6 +381,28 @@ t.test('refresh tokens rotate, with a grace window and reuse detection', async t
   t.equal(after.statusCode, 400, 'reuse revoked every refresh token of the install')
 })
 
+t.test('a retry whose successor was not derived from it (an earlier version\'s) is refused, nothing revoked',
+  async t => {
+    const i = await install(app)
+    const creds = { client_id: i.clientId, client_secret: i.clientSecret }
+    const refresh = (token: string) =>
+      jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
+    const r1 = (await refresh(i.refreshToken)).json().refresh_token as string
+    // As an earlier version left it: the presented token replaced by a drawn successor, unused.
+    await app.db.query(
+      `insert into refresh_tokens (token_hash, install_id, client_id, code_hash, resource, created_at, expires_at)
+       select 'drawn-' || token_hash, install_id, client_id, code_hash, resource, created_at, expires_at
+         from refresh_tokens
+        where token_hash = (select replaced_by from refresh_tokens where install_id = $1 and replaced_by is not null)`,
+      [i.installId])
+    await app.db.query(`update refresh_tokens set replaced_by = 'drawn-' || replaced_by
+      where install_id = $1 and replaced_by is not null`, [i.installId])
+    const retry = await refresh(i.refreshToken)
+    t.equal(retry.statusCode, 400, 'the retry is refused')
+    t.equal(retry.json().error, 'invalid_grant')
+    t.equal((await refresh(r1)).statusCode, 200, 'and nothing was revoked: the derived successor still rotates')
+  })
+
 t.test('the grace window closes after 30 s', async t => {
   const i = await install(app)
   const creds = { client_id: i.clientId, client_secret: i.clientSecret }
