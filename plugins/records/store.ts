@@ -57,37 +57,21 @@ export function createRecordStore (db: Db, kind: RecordKind) {
     return calls.map((_, k) => found.get(k + 1))
   })
 
-  /**
-   * The pages of one turn of the event loop, in one statement per order (`perTurn`): every page's arguments as one
-   * element of each array, one lateral read each. The two statements are fixed texts, prepared once per connection.
-   */
+  /** The pages of one turn of the event loop, in one statement: one branch of a `union all` each (`perTurn`). */
   const listPages = perTurn(async (calls: PageQuery[]) => {
-    const pages: Page[] = []
-    for (const descending of [false, true]) {
-      const mine = calls.map((c, k) => ({ c, k })).filter(({ c }) => c.f.descending === descending)
-      if (mine.length === 0) continue
-      // With no cursor, a position before the first record of the order (every updated_at is finite).
-      const start = descending ? 'infinity' : '-infinity'
-      const column = <T>(value: (c: PageQuery) => T): T[] => mine.map(({ c }) => value(c))
-      const rows = await db.query<PageRow>(pageStatement(table, descending), [
-        column(c => c.orgRefId),
-        column(c => c.entityRefId),
-        column(c => c.f.after?.updatedAt ?? start),
-        column(c => c.f.after?.id ?? ''),
-        column(c => c.f.updatedSince?.toISOString() ?? '-infinity'),
-        column(c => c.f.status ?? null),
-        column(c => c.f.partyId ?? null),
-        column(c => c.f.dueBefore ?? null),
-        column(c => c.f.limit)
-      ])
-      for (const row of rows) {
-        pages[mine[Number(row.k) - 1]!.k] = {
-          bodies: row.bodies ?? '',
-          next: row.more ? { updatedAt: new Date(Number(row.at_ms)), id: row.id! } : undefined
-        }
+    const params: unknown[] = []
+    const branches = calls.map((c, k) => `select ${k} as k, p.* from (${pageStatement(table, c, params)}) p`)
+    type Row = { k: number, bodies: string | null, more: boolean, at_ms: string | null, id: string | null }
+    // A text of its own for every mix of pages: sent unnamed, not kept prepared.
+    const rows = await db.query<Row>(branches.join('\nunion all\n'), params, { once: true })
+    const byCall: Page[] = []
+    for (const row of rows) {
+      byCall[row.k] = {
+        bodies: row.bodies ?? '',
+        next: row.more ? { updatedAt: new Date(Number(row.at_ms)), id: row.id! } : undefined
       }
     }
-    return pages
+    return byCall
   })
 
   return {
@@ -122,7 +106,7 @@ export function createRecordStore (db: Db, kind: RecordKind) {
 
     /**
      * A page of the tenant's records in (updated_at, id) order (`pageStatement`). Pages asked for in the same turn
-     * of the event loop are read together (`listPages` above).
+     * of the event loop are read together, in one statement (`listPages` above).
      */
     list (orgRefId: string, entityRefId: string, f: ListFilter): Promise<Page> {
       return listPages({ orgRefId, entityRefId, f })
@@ -131,38 +115,34 @@ export function createRecordStore (db: Db, kind: RecordKind) {
 }
 
 interface PageQuery { orgRefId: string, entityRefId: string, f: ListFilter }
-interface PageRow { k: string, bodies: string | null, more: boolean, at_ms: string | null, id: string | null }
 
 /**
- * The statement of the pages of one order, each a range of the sync index in (updated_at, id) order after a
- * position, whatever the depth (keyset, no OFFSET): the position and `updated_since` bound the index scan, the other
- * filters (null: none) are checked on the rows it reads. One more record than the page holds is read, to know
- * whether another page follows. The database joins each page's bodies into one text, one row a page, instead of a
- * row per record (a node-postgres row, its Date and its strings cost more than the bytes they carry).
+ * The statement of one page, its parameters appended to `params`: a range of the sync index in (updated_at, id)
+ * order after a position, whatever the depth (keyset, no OFFSET), with only the filters given. One more record than
+ * the page holds is read, to know whether another page follows. The database joins the page's bodies into one text
+ * and answers one row, instead of a row per record (a node-postgres row, its Date and its strings cost more than the
+ * bytes they carry).
  */
-function pageStatement (table: string, descending: boolean): string {
-  const [direction, after] = descending ? ['desc', '<'] : ['asc', '>']
+function pageStatement (table: string, { orgRefId, entityRefId, f }: PageQuery, params: unknown[]): string {
+  const $ = (value: unknown): string => `$${params.push(value)}`
+  const where = [`org_ref_id = ${$(orgRefId)}`, `entity_ref_id = ${$(entityRefId)}`]
+  if (f.updatedSince) where.push(`updated_at >= ${$(f.updatedSince)}`)
+  if (f.status !== undefined) where.push(`status = ${$(f.status)}`)
+  if (f.partyId !== undefined) where.push(`party_id = ${$(f.partyId)}`)
+  if (f.dueBefore !== undefined) where.push(`due_date < ${$(f.dueBefore)}::date`)
+  if (f.after) {
+    where.push(`(updated_at, id) ${f.descending ? '<' : '>'} (${$(f.after.updatedAt)}::timestamptz, ${$(f.after.id)})`)
+  }
+  const direction = f.descending ? 'desc' : 'asc'
   const order = `order by updated_at ${direction}, id ${direction}`
+  const [read, shown] = [$(f.limit + 1), $(f.limit)]
   // The last record shown: its instant in whole milliseconds (what a JavaScript Date keeps of it).
-  return `select u.k, p.bodies, p.more, p.at_ms, p.id
-    from unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[], $7::text[],
-                $8::date[], $9::int[])
-         with ordinality
-         as u(org_ref_id, entity_ref_id, after_at, after_id, since, status, party_id, due_before, lim, k)
-   cross join lateral (
-     select string_agg(body, ',' order by n) filter (where n <= u.lim) as bodies,
-            count(*) > u.lim as more,
-            min(floor(extract(epoch from updated_at) * 1000)::int8) filter (where n = u.lim) as at_ms,
-            min(id) filter (where n = u.lim) as id
-       from (select t.body, t.updated_at, t.id, row_number() over (${order}) as n
-               from ${table} t
-              where t.org_ref_id = u.org_ref_id and t.entity_ref_id = u.entity_ref_id
-                and (t.updated_at, t.id) ${after} (u.after_at, u.after_id)
-                and t.updated_at >= u.since
-                and (u.status is null or t.status = u.status)
-                and (u.party_id is null or t.party_id = u.party_id)
-                and (u.due_before is null or t.due_date < u.due_before)
-              ${order} limit u.lim + 1) page) p`
+  return `select string_agg(body, ',' order by n) filter (where n <= ${shown}) as bodies,
+                 count(*) > ${shown} as more,
+                 min(floor(extract(epoch from updated_at) * 1000)::int8) filter (where n = ${shown}) as at_ms,
+                 min(id) filter (where n = ${shown}) as id
+            from (select body, updated_at, id, row_number() over (${order}) as n
+                    from ${table} where ${where.join(' and ')} ${order} limit ${read}) page`
 }
 
 export type RecordStore = ReturnType<typeof createRecordStore>
