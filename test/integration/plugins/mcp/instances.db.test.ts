@@ -101,3 +101,26 @@ t.test('the SDK client through a round-robin balancer over two instances, and a 
     t.same(await res.json(), { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found.' }, id: null })
   }
 })
+
+t.test('the SDK 2.x client, default settings (a 2025-11-25 session), through the same kind of balancer', { skip },
+  async t => {
+    const { Client: Client2, StreamableHTTPClientTransport: Transport2 } = await import('@modelcontextprotocol/client')
+    const a = await instance(t)
+    const b = await instance(t)
+    const balancer = await roundRobin(t, [a.base, b.base])
+    const i = await install(a.app)
+    const me = (await a.app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(i.accessToken) })).json()
+    const client = new Client2({ name: 'round-robin-2', version: '1.0.0' })
+    const transport = new Transport2(new URL(`${balancer.url}/mcp`), {
+      requestInit: { headers: bearer(i.accessToken) }
+    })
+    await client.connect(transport)
+    t.teardown(() => client.close())
+    t.match(transport.sessionId, /^[0-9a-f-]{36}$/, 'it opened a session')
+    for (let n = 0; n < 4; n++) {
+      t.same(structured(await client.callTool({ name: 'whoami', arguments: {} })), me, `whoami ${n + 1} = /me`)
+    }
+    t.ok((await client.listTools()).tools.length > 10)
+    t.ok((balancer.hits.get(a.base) ?? 0) >= 2 && (balancer.hits.get(b.base) ?? 0) >= 2,
+      `both instances served it (${[...balancer.hits.values()].join(' and ')} requests)`)
+  })
