@@ -26,6 +26,19 @@ async function connect (t: Test, url: string, i: Installed) {
   return { client, transport }
 }
 
+/** A raw ping in a session, straight to one instance. */
+const ping = (base: string, session: string, token: string) => fetch(`${base}/mcp`, {
+  method: 'POST',
+  headers: {
+    ...bearer(token),
+    accept: 'application/json, text/event-stream',
+    'content-type': 'application/json',
+    'mcp-session-id': session,
+    'mcp-protocol-version': '2025-11-25'
+  },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })
+})
+
 const structured = (result: unknown) => (result as { structuredContent: Record<string, unknown> }).structuredContent
 
 t.test('the SDK client through a round-robin balancer over two instances, and a rolling restart', { skip }, async t => {
@@ -68,17 +81,7 @@ t.test('the SDK client through a round-robin balancer over two instances, and a 
   // Another install's token does not open it on any instance.
   const other = await install(b.app)
   for (const base of [b.base, c.base]) {
-    const res = await fetch(`${base}/mcp`, {
-      method: 'POST',
-      headers: {
-        ...bearer(other.accessToken),
-        accept: 'application/json, text/event-stream',
-        'content-type': 'application/json',
-        'mcp-session-id': session,
-        'mcp-protocol-version': '2025-11-25'
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' })
-    })
+    const res = await ping(base, session, other.accessToken)
     t.equal(res.status, 404, `another install's token, ${base === b.base ? 'b' : 'c'}`)
     await res.text()
   }
@@ -86,17 +89,7 @@ t.test('the SDK client through a round-robin balancer over two instances, and a 
   // Ended through one instance, it is gone on every one as soon as the database's notification reaches it.
   await transport.terminateSession()
   for (const base of [b.base, c.base]) {
-    const res = await eventually(() => fetch(`${base}/mcp`, {
-      method: 'POST',
-      headers: {
-        ...bearer(i.accessToken),
-        accept: 'application/json, text/event-stream',
-        'content-type': 'application/json',
-        'mcp-session-id': session,
-        'mcp-protocol-version': '2025-11-25'
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' })
-    }), { until: res => res.status !== 200, what: 'the ended session to be refused' })
+    const res = await eventually(() => ping(base, session, i.accessToken), { until: res => res.status !== 200, what: 'the ended session to be refused' })
     t.equal(res.status, 404, `ended: ${base === b.base ? 'b' : 'c'} no longer serves it`)
     t.same(await res.json(), { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found.' }, id: null })
   }
