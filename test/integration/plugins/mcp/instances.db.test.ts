@@ -89,7 +89,8 @@ t.test('the SDK client through a round-robin balancer over two instances, and a 
   // Ended through one instance, it is gone on every one as soon as the database's notification reaches it.
   await transport.terminateSession()
   for (const base of [b.base, c.base]) {
-    const res = await eventually(() => ping(base, session, i.accessToken), { until: res => res.status !== 200, what: 'the ended session to be refused' })
+    const res = await eventually(() => ping(base, session, i.accessToken),
+      { until: res => res.status !== 200, what: 'the ended session to be refused' })
     t.equal(res.status, 404, `ended: ${base === b.base ? 'b' : 'c'} no longer serves it`)
     t.same(await res.json(), { jsonrpc: '2.0', error: { code: -32001, message: 'Session not found.' }, id: null })
   }
