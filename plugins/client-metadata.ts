@@ -47,15 +47,15 @@ function maxAgeOf (cacheControl: string | undefined, expires: string | undefined
 
 const header = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v.join(', ') : v)
 
-/**
- * Fetches metadata documents through the same guard as webhook deliveries: no private addresses (unless the
- * operator allows them), a time limit, a size limit, no redirects followed.
- */
 /** How long a document that could not be used is answered from memory, without fetching it again. */
 export const FAILURE_CACHE_MS = 30_000
 /** Failures remembered at most, oldest out. */
 const MAX_FAILURES = 1_000
 
+/**
+ * Fetches metadata documents through the same guard as webhook deliveries: no private addresses (unless the
+ * operator allows them), a time limit, a size limit, no redirects followed.
+ */
 export class ClientMetadataFetcher {
   private readonly agent: Agent
   /** Fetches under way, by client_id: requests that need the same document at once share one fetch. */

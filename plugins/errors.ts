@@ -31,13 +31,15 @@ export class JsonRpcHttpError extends ApiError {
     statusCode: number,
     readonly rpcCode: number,
     message: string,
-    headers: Record<string, string> = {}
+    headers: Record<string, string> = {},
+    /** The request's id, when the refusal concerns one request the client can tell apart. */
+    readonly id: string | number | null = null
   ) {
     super(statusCode, 'jsonrpc_error', message, {}, headers)
   }
 
   override body (): Record<string, unknown> {
-    return { jsonrpc: '2.0', error: { code: this.rpcCode, message: this.message }, id: null }
+    return { jsonrpc: '2.0', error: { code: this.rpcCode, message: this.message }, id: this.id }
   }
 }
 
@@ -142,6 +144,12 @@ export const errors = {
   mcpParseError: (message: string) => new JsonRpcHttpError(400, -32700, `Parse error: ${message}`),
   mcpInvalidRequest: (status: number, message: string) =>
     new JsonRpcHttpError(status, -32600, `Invalid Request: ${message}`),
+  mcpIdInUse: (id: string | number) => new JsonRpcHttpError(409, -32600,
+    `Invalid Request: id ${JSON.stringify(id)} is already in use by a request in progress in this session.`, {}, id),
+  /** As the SDK's own session transport answers a second event stream. */
+  mcpStreamConflict: () => new JsonRpcHttpError(409, -32000, 'Conflict: Only one SSE stream is allowed per session'),
+  mcpNulParams: (id: string | number | null) =>
+    new JsonRpcHttpError(400, -32602, 'Invalid params: params must not contain NUL characters.', {}, id),
   /**
    * A refused or missing token on /mcp: the same error, pointing clients at the protected-resource metadata
    * (RFC 9728) and the scopes the tools use, so that an MCP client starts OAuth on its own.

@@ -19,7 +19,7 @@ import type { Principal } from '../auth/access-state.js'
 import { plainSessionCall, plainStatelessCall, type PlainCall } from './fast-call.js'
 import { createRegistry, describeResource, type Registry, type ToolResult } from './registry.js'
 import { speaksStateless } from './revisions.js'
-import { GatewayServer, hasNul, REQUEST_TIMED_OUT } from './server.js'
+import { GatewayServer, hasNul, requestTimedOut } from './server.js'
 import { createSessions } from './sessions.js'
 
 export { PROTOCOL_REVISIONS, SESSION_REVISION, STATELESS_REVISION } from './revisions.js'
@@ -62,6 +62,10 @@ declare module 'fastify' {
 const ROUTE = Symbol('how an MCP request is served')
 /** A plain stateless call, one for the SDK's stateless handler, or null: a 2025-11-25 request. */
 type Routed = { plain: PlainCall } | 'stateless' | null
+
+/** A request's answer that is a protocol error, in band (HTTP 200), as the SDK writes one. */
+const errorAnswer = (id: string | number | null, err: ProtocolError) =>
+  ({ jsonrpc: '2.0', id, error: { code: err.code, message: err.message } })
 
 const principalOf = (ctx: ServerContext): Principal | null =>
   (ctx.http?.authInfo?.extra?.principal as Principal | undefined) ?? null
@@ -156,8 +160,7 @@ export default fp(
     await sessions.listen()
     /** Work of one request, bounded: past the time-out it fails with a JSON-RPC error the caller answers. */
     const bounded = <T>(work: Promise<T>): Promise<T> => new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new ProtocolError(REQUEST_TIMED_OUT,
-        `Request timed out after ${requestTimeoutMs / 1000} s.`)), requestTimeoutMs)
+      const timer = setTimeout(() => reject(requestTimedOut(requestTimeoutMs)), requestTimeoutMs)
       work.then(resolve, reject).finally(() => clearTimeout(timer))
     })
     // Strict: 2025-era requests never reach it (they go to the sessions), so it serves 2026-07-28 alone.
@@ -190,7 +193,7 @@ export default fp(
         answer = { jsonrpc: '2.0', id: call.id, result: stateless ? Object.assign(result, STATELESS_RESULT) : result }
       } catch (err) {
         if (!(err instanceof ProtocolError)) throw err
-        answer = { jsonrpc: '2.0', id: call.id, error: { code: err.code, message: err.message } }
+        answer = errorAnswer(call.id, err)
       }
       await reply.type('application/json').send(answer)
     }
@@ -206,9 +209,8 @@ export default fp(
           }))
         } catch (err) {
           if (!(err instanceof ProtocolError)) throw err
-          const id = (request.body as { id?: unknown }).id ?? null
-          const error = { code: err.code, message: err.message }
-          await reply.type('application/json').send({ jsonrpc: '2.0', id, error })
+          const id = (request.body as { id?: string | number }).id ?? null
+          await reply.type('application/json').send(errorAnswer(id, err))
           return undefined
         }
         await reply.send(response)
@@ -222,6 +224,7 @@ export default fp(
       const resolved = await sessions.resolve(request, reply, principal)
       if (!resolved) return undefined
       const { session, opened } = resolved
+      reply.header('mcp-session-id', session.id)
       const body = request.body as { id?: unknown, method?: unknown } | undefined
       if (request.method === 'POST' && body?.method !== undefined &&
         (typeof body.id === 'string' || typeof body.id === 'number')) {
@@ -232,7 +235,6 @@ export default fp(
       }
       const call = plainSessionCall(request)
       if (call) {
-        reply.header('mcp-session-id', session.id)
         await answerPlain(reply, call, principal, false)
         return undefined
       }

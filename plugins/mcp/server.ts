@@ -15,8 +15,12 @@ export const hasNul = (v: unknown): boolean =>
     ? v.includes('\0')
     : typeof v === 'object' && v !== null && Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x))
 
-/** The JSON-RPC code of a request the server stopped waiting for: the one SDK clients give their own time-outs. */
-export const REQUEST_TIMED_OUT = -32001
+/**
+ * A request the server stopped waiting for, answered in band with its id: -32001, the code SDK clients give their
+ * own time-outs.
+ */
+export const requestTimedOut = (timeoutMs: number): ProtocolError =>
+  new ProtocolError(-32001, `Request timed out after ${timeoutMs / 1000} s.`)
 
 /**
  * The SDK's schema of each request with params that the server has a handler for, by method; not `tools/call`,

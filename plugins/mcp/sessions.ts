@@ -4,7 +4,6 @@ import { finished } from 'node:stream'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import {
   isInitializeRequest,
-  ProtocolErrorCode,
   SUPPORTED_PROTOCOL_VERSIONS,
   type AuthInfo,
   type InitializeRequest
@@ -13,7 +12,7 @@ import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node'
 import type { Principal } from '../auth/access-state.js'
 import type { Db } from '../db/index.js'
 import { errors, sendError } from '../errors.js'
-import { hasNul, REQUEST_TIMED_OUT, type GatewayServer } from './server.js'
+import { hasNul, requestTimedOut, type GatewayServer } from './server.js'
 import { createSessionStore, SESSION_ENDED_CHANNEL, type StoredSession } from './session-store.js'
 
 /** A 2025-11-25 session as this instance knows it: the stored record, and what this instance has of its own. */
@@ -146,11 +145,6 @@ export function createSessions (opts: {
   }, Math.min(30_000, Math.max(100, idleMs / 4)))
   sweeper.unref()
 
-  /** Writes a JSON-RPC error as the whole answer (the SDK's transport does the same for its own refusals). */
-  function refuse (reply: FastifyReply, status: number, id: JsonRpcId | null, code: number, message: string): void {
-    reply.code(status).type('application/json').send({ jsonrpc: '2.0', id, error: { code, message } })
-  }
-
   return {
     async listen (): Promise<void> {
       await db.listen(SESSION_ENDED_CHANNEL, forget)
@@ -207,8 +201,7 @@ export function createSessions (opts: {
       }
       // The handshake is stored (client info and capabilities): text the database cannot hold is refused here.
       if (hasNul(request.body.params)) {
-        refuse(reply, 400, (request.body as { id?: JsonRpcId }).id ?? null, ProtocolErrorCode.InvalidParams,
-          'Invalid params: params must not contain NUL characters.')
+        sendError(reply, errors.mcpNulParams((request.body as { id?: JsonRpcId }).id ?? null))
         return undefined
       }
       return { session: await open(principal, request.body.params), opened: true }
@@ -221,8 +214,7 @@ export function createSessions (opts: {
      */
     begin (session: Session, reply: FastifyReply, id: JsonRpcId): (() => void) | undefined {
       if (session.inFlight.has(id)) {
-        refuse(reply, 409, id, ProtocolErrorCode.InvalidRequest,
-          `Invalid Request: id ${JSON.stringify(id)} is already in use by a request in progress in this session.`)
+        sendError(reply, errors.mcpIdInUse(id))
         return undefined
       }
       session.inFlight.add(id)
@@ -244,9 +236,8 @@ export function createSessions (opts: {
     ): Promise<void> {
       const stream = request.method === 'GET'
       if (stream && session.streams.size > 0) {
-        // As the SDK's own session transport answers: a session has one event stream (here, per instance), so that
-        // a token cannot hold sockets open without bound.
-        refuse(reply, 409, null, -32000, 'Conflict: Only one SSE stream is allowed per session')
+        // A session has one event stream (here, per instance), so that a token cannot hold sockets open without bound.
+        sendError(reply, errors.mcpStreamConflict())
         return
       }
       if (!opened) server.resume(session)
@@ -261,11 +252,9 @@ export function createSessions (opts: {
       const timer = id === undefined
         ? undefined
         : setTimeout(() => {
-          transport.send({
-            jsonrpc: '2.0',
-            id,
-            error: { code: REQUEST_TIMED_OUT, message: `Request timed out after ${opts.requestTimeoutMs / 1000} s.` }
-          }, { relatedRequestId: id }).catch(() => {}).finally(() => { transport.close().catch(() => {}) })
+          const { code, message } = requestTimedOut(opts.requestTimeoutMs)
+          transport.send({ jsonrpc: '2.0', id, error: { code, message } }, { relatedRequestId: id })
+            .catch(() => {}).finally(() => { transport.close().catch(() => {}) })
         }, opts.requestTimeoutMs)
       // Also when the client went away already, while the session was being read: then at once.
       finished(reply.raw, () => {
@@ -280,7 +269,6 @@ export function createSessions (opts: {
       const raw = request.raw as IncomingMessage & { auth?: AuthInfo }
       if (principal) raw.auth = opts.authInfo(principal)
       // From here the SDK writes the answer; Fastify steps aside, keeping the headers hooks have set.
-      reply.header('mcp-session-id', session.id)
       reply.hijack()
       for (const [name, value] of Object.entries(reply.getHeaders())) {
         if (value !== undefined) reply.raw.setHeader(name, value)
