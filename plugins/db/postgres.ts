@@ -169,9 +169,8 @@ export async function createPostgres (url: string, log: FastifyBaseLogger, opts:
   await connectListener()
 
   // Named statements are parsed and planned once per connection, not on every call: the service's SQL is a
-  // small fixed set, so the name is simply a number per distinct text. Texts made for one call (`once`) go unnamed,
-  // and past MAX_NAMED distinct texts every new one does, so that neither this map nor any backend's prepared
-  // statements can grow without bound.
+  // small fixed set, so the name is simply a number per distinct text. Past MAX_NAMED distinct texts every new one
+  // goes unnamed, so that neither this map nor any backend's prepared statements can grow without bound.
   const names = new Map<string, string>()
   const nameOf = (sql: string): string | undefined => {
     let name = names.get(sql)
@@ -179,9 +178,9 @@ export async function createPostgres (url: string, log: FastifyBaseLogger, opts:
     return name
   }
   const queryable = (c: pg.Pool | pg.PoolClient | pg.Client): Queryable => ({
-    async query<T> (sql: string, params?: unknown[], opts?: { once?: boolean }) {
+    async query<T> (sql: string, params?: unknown[]) {
       try {
-        const name = opts?.once ? undefined : nameOf(sql)
+        const name = nameOf(sql)
         const res = await c.query({ ...(name && { name }), text: sql, values: params as unknown[] })
         return res.rows as T[]
       } catch (err) {

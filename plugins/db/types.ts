@@ -1,10 +1,6 @@
 /** Anything that runs parameterised SQL: the database itself, or an open transaction. */
 export interface Queryable {
-  /**
-   * `once`: a statement whose text is made for this call (the records' batched pages), which Postgres should not
-   * keep prepared: the service's other statements are a small fixed set, prepared once per connection.
-   */
-  query<T = Record<string, unknown>>(sql: string, params?: unknown[], opts?: { once?: boolean }): Promise<T[]>
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>
 }
 
 /**

@@ -279,6 +279,18 @@ t.test('updated_since: an incremental sync from the last updated_at seen (inclus
     'a millisecond later excludes it')
   t.strictSame(await walk(t, i, 'invoices', { limit: 2, updated_since: at(20), order: '-updated_at' }), [v11, v7, v3])
   t.strictSame((await read(i, `/invoices?updated_since=${at(23)}`)).json(), { invoices: [], next_cursor: null })
+  // A cursor and an updated_since that is not the walk's own: a page holds what satisfies both.
+  const first = (await read(i, '/invoices?limit=1')).json()
+  t.equal(first.invoices[0].id, 'inv_00001')
+  t.strictSame((await read(i, `/invoices?cursor=${first.next_cursor}&updated_since=${at(20)}`)).json().invoices,
+    [v3, v7, v11], 'updated_since later than the cursor: updated_since bounds the page')
+  t.strictSame(ids((await read(i, `/invoices?cursor=${first.next_cursor}&updated_since=${at(1)}`)).json().invoices),
+    ['inv_00002', 'inv_00004', 'inv_00005', 'inv_00006', 'inv_00008', 'inv_00009', 'inv_00010', 'inv_00003',
+      'inv_00007', 'inv_00011'], 'updated_since earlier than the cursor: the cursor does')
+  const newest = (await read(i, '/invoices?limit=1&order=-updated_at')).json()
+  t.strictSame(newest.invoices, [v11])
+  t.strictSame((await read(i, `/invoices?order=-updated_at&cursor=${newest.next_cursor}&updated_since=${at(20)}`))
+    .json().invoices, [v7, v3], 'newest first: the cursor above, updated_since below')
   t.equal((await read(i, '/invoices/inv_00005')).json().number, 'INV-2026-1042', 'the late version changed nothing')
 })
 
