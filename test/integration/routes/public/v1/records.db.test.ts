@@ -850,3 +850,9 @@ t.test('scopes: a token without the kind\'s scope gets 403 before anything is re
     t.ok(statements.length > 0, 'reads are seen when they happen')
   }
 })
+
+t.test('Postgres: the service\'s connections run without JIT, which compiled the page statement on every execution',
+  { skip: process.env.DATABASE_URL ? false : 'needs Postgres: set DATABASE_URL (CI runs it)' }, async t => {
+    const app = await build(t)
+    t.strictSame(await app.db.query('show jit'), [{ jit: 'off' }])
+  })
