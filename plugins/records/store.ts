@@ -45,12 +45,20 @@ export function createRecordStore (db: Db, kind: RecordKind) {
   /**
    * Single-record lookups of one turn of the event loop, in one statement (`perTurn`). Every argument of a batched
    * statement must be one Postgres takes (no NUL: the service refuses it first), or the others' requests fail too.
+   *
+   * Each lookup is ordered by the primary key and limited to its one row, which only the primary key serves without
+   * a sort. A plain join let the planner take the sync index instead, whose (org, entity) prefix it estimates at one
+   * row whenever tenants² exceed the records (it multiplies the two columns' distinct counts), and then read the
+   * tenant's whole range for each lookup: 780 index and heap pages for 64 invoices at 1,000,000, against 256.
    */
   const lookUp = perTurn(async (calls: Array<{ orgRefId: string, entityRefId: string, id: string }>) => {
     const rows = await db.query<{ i: string, body: string }>(
       `select u.i, t.body
          from unnest($1::text[], $2::text[], $3::text[]) with ordinality as u(org_ref_id, entity_ref_id, id, i)
-         join ${table} t on t.org_ref_id = u.org_ref_id and t.entity_ref_id = u.entity_ref_id and t.id = u.id`,
+         cross join lateral (
+           select t.body from ${table} t
+            where t.org_ref_id = u.org_ref_id and t.entity_ref_id = u.entity_ref_id and t.id = u.id
+            order by t.org_ref_id, t.entity_ref_id, t.id limit 1) t`,
       [calls.map(c => c.orgRefId), calls.map(c => c.entityRefId), calls.map(c => c.id)]
     )
     const found = new Map(rows.map(r => [Number(r.i), r.body]))
