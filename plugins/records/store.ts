@@ -45,20 +45,13 @@ export function createRecordStore (db: Db, kind: RecordKind) {
   /**
    * Single-record lookups of one turn of the event loop, in one statement (`perTurn`). Every argument of a batched
    * statement must be one Postgres takes (no NUL: the service refuses it first), or the others' requests fail too.
-   *
-   * Each lookup is ordered by the primary key and limited to its one row, which only the primary key serves without
-   * a sort. A plain join let the planner take the sync index instead, whose (org, entity) prefix it estimates at one
-   * row whenever tenants² exceed the records (it multiplies the two columns' distinct counts), and then read the
-   * tenant's whole range for each lookup: 780 index and heap pages for 64 invoices at 1,000,000, against 256.
+
    */
   const lookUp = perTurn(async (calls: Array<{ orgRefId: string, entityRefId: string, id: string }>) => {
     const rows = await db.query<{ i: string, body: string }>(
       `select u.i, t.body
          from unnest($1::text[], $2::text[], $3::text[]) with ordinality as u(org_ref_id, entity_ref_id, id, i)
-         cross join lateral (
-           select t.body from ${table} t
-            where t.org_ref_id = u.org_ref_id and t.entity_ref_id = u.entity_ref_id and t.id = u.id
-            order by t.org_ref_id, t.entity_ref_id, t.id limit 1) t`,
+         join ${table} t on t.org_ref_id = u.org_ref_id and t.entity_ref_id = u.entity_ref_id and t.id = u.id`,
       [calls.map(c => c.orgRefId), calls.map(c => c.entityRefId), calls.map(c => c.id)]
     )
     const found = new Map(rows.map(r => [Number(r.i), r.body]))
@@ -139,15 +132,18 @@ const shapeOf = (f: ListFilter): string =>
   `${f.descending ? 'd' : 'a'}${f.status === undefined ? '' : 's'}${f.partyId === undefined ? '' : 'p'}` +
   `${f.dueBefore === undefined ? '' : 'b'}`
 
+/** The sync index's first column (migrations/010_record_tenant_index.sql): the tenant of a row as one text. */
+const tenantOf = (row: 't' | 'u'): string => `record_tenant(${row}.org_ref_id, ${row}.entity_ref_id)`
+
 /**
  * The statement of the pages of one shape (order and filters given): one row per page, in the order of the
- * arguments. Each page is a range of the sync index (org_ref_id, entity_ref_id, updated_at, id) between two bounds,
+ * arguments. Each page is a range of the sync index (tenant, updated_at, id) between two bounds,
  * whatever its depth (keyset, no OFFSET), read in index order; one more record than the page holds is read, to know
  * whether another page follows. The database joins the page's bodies into one text and answers one row, instead of
  * a row per record (a node-postgres row, its Date and its strings cost more than the bytes they carry).
  *
  * The text depends on the shape only: it is prepared once per connection, and its plan is made once. The bounds are
- * whole index keys compared as rows, not `org_ref_id = … and updated_at > …`: the planner estimates a range between
+ * whole index keys compared as rows, not `tenant = … and updated_at > …`: the planner estimates a range between
  * two row bounds as a fixed share of the table, and reads it in index order under the LIMIT, for a tenant of ten
  * records as for one of millions. With equalities on the tenant, a generic plan estimates rows per tenant from the
  * statistics, and on a table of few, large tenants chose to read the whole tenant and sort it (BENCHMARKS.md).
@@ -155,7 +151,7 @@ const shapeOf = (f: ListFilter): string =>
  */
 function pageStatement (table: string, f: ListFilter): string {
   const direction = f.descending ? 'desc' : 'asc'
-  const order = ['org_ref_id', 'entity_ref_id', 'updated_at', 'id'].map(c => `t.${c} ${direction}`).join(', ')
+  const order = [tenantOf('t'), 't.updated_at', 't.id'].map(c => `${c} ${direction}`).join(', ')
   const filters = [
     ...(f.status === undefined ? [] : ['t.status = u.status']),
     ...(f.partyId === undefined ? [] : ['t.party_id = u.party_id']),
@@ -173,10 +169,8 @@ function pageStatement (table: string, f: ListFilter): string {
            min(id) filter (where n = u.shown) as id
       from (select t.body, t.updated_at, t.id, row_number() over (order by ${order}) as n
               from ${table} t
-             where (t.org_ref_id, t.entity_ref_id, t.updated_at, t.id)
-                   > (u.org_ref_id, u.entity_ref_id, u.from_at, u.from_id)
-               and (t.org_ref_id, t.entity_ref_id, t.updated_at, t.id)
-                   < (u.org_ref_id, u.entity_ref_id, u.to_at, u.to_id)
+             where (${tenantOf('t')}, t.updated_at, t.id) > (${tenantOf('u')}, u.from_at, u.from_id)
+               and (${tenantOf('t')}, t.updated_at, t.id) < (${tenantOf('u')}, u.to_at, u.to_id)
                ${filters}
              order by ${order}
              limit u.shown + 1) page) p
