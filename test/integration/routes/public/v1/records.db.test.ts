@@ -778,6 +778,19 @@ t.test('a record of another tenant is a 404, like one that does not exist', asyn
   }
 })
 
+t.test('tenants whose org and entity ids run together alike are still two tenants', async t => {
+  // The sync index keys a tenant as one text: org 'Xa' with entity 'bc', and org 'Xab' with entity 'c', must differ.
+  const prefix = `t${Date.now().toString(36)}`
+  const one = await tenant({ orgRefId: `${prefix}a`, entityRefId: 'bc' })
+  const two = await tenant({ orgRefId: `${prefix}ab`, entityRefId: 'c', app: appOf(one) })
+  await send(one, 'invoices', [RECORD.invoices(1), RECORD.invoices(2)])
+  await send(two, 'invoices', [RECORD.invoices(3)])
+  t.strictSame(ids((await read(one, '/invoices')).json().invoices), ['inv_00001', 'inv_00002'])
+  t.strictSame(ids((await read(two, '/invoices')).json().invoices), ['inv_00003'])
+  t.strictSame(ids((await read(two, '/invoices?order=-updated_at')).json().invoices), ['inv_00003'])
+  t.equal((await read(two, '/invoices/inv_00001')).statusCode, 404)
+})
+
 t.test('ETag and If-None-Match', async t => {
   const i = await tenant()
   for (const kind of KINDS) {
