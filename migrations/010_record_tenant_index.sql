@@ -14,9 +14,11 @@ create function record_tenant (org_ref_id text, entity_ref_id text) returns text
   language sql immutable strict parallel safe
   as $$ select length(org_ref_id)::text || ':' || org_ref_id || entity_ref_id $$;
 
+-- The new indexes first, the old ones dropped last: building an index blocks only writes, and dropping one locks its
+-- table until the migration commits, which is then a moment.
+create index invoices_tenant_sync on invoices (record_tenant(org_ref_id, entity_ref_id), updated_at, id);
+create index bills_tenant_sync on bills (record_tenant(org_ref_id, entity_ref_id), updated_at, id);
+create index customers_tenant_sync on customers (record_tenant(org_ref_id, entity_ref_id), updated_at, id);
 drop index invoices_sync;
-create index invoices_sync on invoices (record_tenant(org_ref_id, entity_ref_id), updated_at, id);
 drop index bills_org_ref_id_entity_ref_id_updated_at_id_idx;
-create index bills_sync on bills (record_tenant(org_ref_id, entity_ref_id), updated_at, id);
 drop index customers_org_ref_id_entity_ref_id_updated_at_id_idx;
-create index customers_sync on customers (record_tenant(org_ref_id, entity_ref_id), updated_at, id);

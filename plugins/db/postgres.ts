@@ -25,6 +25,9 @@ export function connectionOptions (url: string): pg.ClientConfig {
   if (u.username === '' && !u.searchParams.has('user')) {
     u.searchParams.set('user', process.env.PGUSER ?? process.env.USER ?? userInfo().username)
   }
+  // No JIT (docs/decisions.md, "Postgres settings of the service's connections"); options the URL gives come after,
+  // and so win.
+  u.searchParams.set('options', ['-c jit=off', u.searchParams.get('options')].filter(Boolean).join(' '))
   return { connectionString: u.toString(), keepAlive: true }
 }
 
@@ -72,12 +75,7 @@ export async function createPostgres (url: string, log: FastifyBaseLogger, opts:
     connectionTimeoutMillis: PG_TIMEOUTS.CONNECT_MS,
     statement_timeout: PG_TIMEOUTS.STATEMENT_MS,
     query_timeout: PG_TIMEOUTS.QUERY_MS,
-    idle_in_transaction_session_timeout: PG_TIMEOUTS.IDLE_IN_TX_MS,
-    // No JIT: every statement of the service is a short read or write, and JIT compiles by estimated cost. The
-    // record pages' prepared statement cannot show the planner its LIMIT, so on a large table it is estimated far
-    // above `jit_above_cost` and was compiled on every execution: about 15 ms for a page that takes 1 ms to read
-    // (docs/decisions.md, "Postgres settings of the service's connections").
-    options: '-c jit=off'
+    idle_in_transaction_session_timeout: PG_TIMEOUTS.IDLE_IN_TX_MS
   })
   const report = throttledLog(log, 'postgres unavailable: requests answer 503 until it is back')
   /** Turns an outage into DatabaseUnavailableError (logged once per interval); anything else passes unchanged. */

@@ -36,8 +36,8 @@ export interface Page { bodies: string, next: { updatedAt: Date, id: string } | 
 
 /**
  * Every statement of one record aggregate (invoices, bills or customers: the same columns, in the table named by the
- * kind's plural, one of the fixed three). Reads are scoped to one tenant by the key's leading columns, so another
- * tenant's record is simply not there.
+ * kind's plural, one of the fixed three). Reads are scoped to one tenant (lookups by the primary key's leading
+ * columns, pages by bounds on the tenant's key in the sync index), so another tenant's record is simply not there.
  */
 export function createRecordStore (db: Db, kind: RecordKind) {
   const table = kind.plural
@@ -45,7 +45,6 @@ export function createRecordStore (db: Db, kind: RecordKind) {
   /**
    * Single-record lookups of one turn of the event loop, in one statement (`perTurn`). Every argument of a batched
    * statement must be one Postgres takes (no NUL: the service refuses it first), or the others' requests fail too.
-
    */
   const lookUp = perTurn(async (calls: Array<{ orgRefId: string, entityRefId: string, id: string }>) => {
     const rows = await db.query<{ i: string, body: string }>(
@@ -59,31 +58,27 @@ export function createRecordStore (db: Db, kind: RecordKind) {
   })
 
   /**
-   * The pages of one turn of the event loop, read together (`perTurn`): pages of the same shape (order and filters
-   * given, `pageStatement`) share one statement, so a turn costs one round trip per shape, usually one.
+   * The pages of one turn of the event loop, read together (`perTurn`): one batch per shape (order and filters given,
+   * `pageStatement`), each in one statement, so a turn costs one round trip per shape, usually one; the shapes' batches
+   * go out at once, on connections of their own, and fail apart.
    */
-  const listPages = perTurn(async (calls: PageQuery[]) => {
-    const byShape = new Map<string, number[]>()
-    calls.forEach((c, k) => {
-      const shape = shapeOf(c.f)
-      const ks = byShape.get(shape)
-      if (ks) ks.push(k)
-      else byShape.set(shape, [k])
-    })
-    const pages: Page[] = []
-    await Promise.all([...byShape.values()].map(async ks => {
-      const group = ks.map(k => calls[k]!)
-      type Row = { bodies: string | null, more: boolean, at_ms: string | null, id: string | null }
-      const rows = await db.query<Row>(pageStatement(table, group[0]!.f), pageParams(group))
-      rows.forEach((row, n) => {
-        pages[ks[n]!] = {
+  const pagesByShape = new Map<string, (page: PageQuery) => Promise<Page>>()
+  const listPages = (page: PageQuery): Promise<Page> => {
+    const shape = shapeOf(page.f)
+    let batch = pagesByShape.get(shape)
+    if (!batch) {
+      batch = perTurn(async (pages: PageQuery[]) => {
+        type Row = { bodies: string | null, more: boolean, at_ms: string | null, id: string | null }
+        const rows = await db.query<Row>(pageStatement(table, pages[0]!.f), pageParams(pages))
+        return rows.map(row => ({
           bodies: row.bodies ?? '',
           next: row.more ? { updatedAt: new Date(Number(row.at_ms)), id: row.id! } : undefined
-        }
+        }))
       })
-    }))
-    return pages
-  })
+      pagesByShape.set(shape, batch)
+    }
+    return batch(page)
+  }
 
   return {
     /**
