@@ -8,6 +8,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json ./
 COPY *.ts ./
+COPY cli ./cli
 COPY lib ./lib
 COPY plugins ./plugins
 COPY routes ./routes

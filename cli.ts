@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { Command, CommanderError, InvalidArgumentError } from 'commander'
 import { isRecordDate } from './lib/dates.js'
-import { CommandError, MAX_BATCH } from './lib/events-client.js'
+import { CommandError, MAX_BATCH } from './cli/events-client.js'
 import { VERSION } from './lib/root.js'
-import { StartupError } from './plugins/config.js'
+import { StartupError } from './plugins/infrastructure/config.js'
 
 // commander parses and answers --help, -h, `help [command]` and --version for every command and names unknown
 // commands and options itself (docs/tooling.md#the-command-line-commander). Each action runs only after parsing
@@ -18,7 +18,7 @@ const loadConfigOrExit = async () => (await import('./server.js')).loadConfigOrE
 
 /** A user session token as the accounting system would issue it (HS256, aud user_session). */
 async function userToken (options: { sub: string, org: string, entity: string[], ttl: number }): Promise<void> {
-  const { signUserSession } = await import('./plugins/auth/user-session.js')
+  const { signUserSession } = await import('./plugins/domain/auth/user-session.js')
   const config = await loadConfigOrExit()
   const user = { sub: options.sub, orgRefId: options.org, entityRefIds: options.entity }
   process.stdout.write(signUserSession(config.userSessionSecret, user, options.ttl) + '\n')
@@ -26,7 +26,7 @@ async function userToken (options: { sub: string, org: string, entity: string[],
 
 async function openapi (options: { out?: string }): Promise<void> {
   const { buildApp } = await import('./app.js')
-  const { loadConfig } = await import('./plugins/config.js')
+  const { loadConfig } = await import('./plugins/infrastructure/config.js')
   // The document depends only on the routes: build them on a throw-away in-memory database, listen nowhere.
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-openapi-'))
   const env = { ...process.env, NODE_ENV: 'development', DATABASE_URL: undefined, DATA_DIR: dataDir }
@@ -60,11 +60,11 @@ async function triggerEvent (
 ): Promise<void> {
   const config = await loadConfigOrExit()
   const base = serviceBase(config, options.url)
-  // A record topic's sample is the schema's example record in the topic's state, changed now (lib/sandbox.ts).
-  const { sampleRecord } = await import('./lib/sandbox.js')
+  // A record topic's sample is the schema's example record in the topic's state, changed now (cli/sandbox.ts).
+  const { sampleRecord } = await import('./cli/sandbox.js')
   const { RECORD_SAMPLES } = await import('./schemas/records.js')
   const data = options.data ?? sampleRecord(topic, RECORD_SAMPLES, new Date().toISOString()) ?? { sample: true }
-  const { eventsClient } = await import('./lib/events-client.js')
+  const { eventsClient } = await import('./cli/events-client.js')
   // A service that cannot be reached is one line naming the URL tried and the options (a CommandError).
   const answer = await eventsClient(base, config.eventsToken)(
     JSON.stringify({ topic, org_ref_id: options.org, entity_ref_id: options.entity, data }))
@@ -90,7 +90,7 @@ async function sandboxSeed (options: SeedCommandOptions, command: Command): Prom
       { exitCode: 2, code: 'sandbox.customers' })
   }
   const config = await loadConfigOrExit()
-  const { seedSandbox } = await import('./lib/sandbox-seed.js')
+  const { seedSandbox } = await import('./cli/sandbox-seed.js')
   await seedSandbox({
     org: options.org,
     entity: options.entity,
@@ -104,13 +104,13 @@ async function sandboxSeed (options: SeedCommandOptions, command: Command): Prom
   })
 }
 
-/** `events import`: a backfill from NDJSON, batched and resumable (lib/event-import.ts). */
+/** `events import`: a backfill from NDJSON, batched and resumable (cli/event-import.ts). */
 async function importCommand (
   file: string,
   options: { batch: number, positionFile?: string, restart?: boolean, url?: string }
 ): Promise<void> {
   const config = await loadConfigOrExit()
-  const { importEvents } = await import('./lib/event-import.js')
+  const { importEvents } = await import('./cli/event-import.js')
   await importEvents({
     file,
     base: serviceBase(config, options.url),
@@ -141,8 +141,8 @@ async function setClientKey (clientId: string, enabled: boolean): Promise<void> 
 
 async function migrateCommand (): Promise<void> {
   const { default: pino } = await import('pino')
-  const { openDb } = await import('./plugins/db/index.js')
-  const { migrate } = await import('./plugins/db/migrate.js')
+  const { openDb } = await import('./plugins/infrastructure/db/index.js')
+  const { migrate } = await import('./plugins/infrastructure/db/migrate.js')
   const config = await loadConfigOrExit()
   const log = pino({ level: config.logLevel })
   const db = await openDb(config, log)

@@ -1,5 +1,5 @@
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig, StartupError, type Config } from './plugins/config.js'
+import { ConfigError, loadConfig, StartupError, type Config } from './plugins/infrastructure/config.js'
 
 // Longer than a delivery attempt's 15 s, which the worker lets finish; shorter than Kubernetes' default 30 s.
 const SHUTDOWN_GRACE_MS = 25_000
@@ -38,7 +38,8 @@ export async function serve (config: Config): Promise<void> {
     if (closing) return
     closing = true
     app.log.info({ signal }, 'shutting down')
-    // Readiness 503 and no new connections now, not after the other plugins' preClose hooks (plugins/lifecycle.ts).
+    // Readiness 503 and no new connections now, not after the other plugins' preClose hooks
+    // (plugins/infrastructure/lifecycle.ts).
     // SIGINT is a person at a terminal: no window for load balancers.
     app.lifecycle.drain(signal === 'SIGTERM' ? config.shutdownDelaySeconds * 1000 : 0)
     const timer = setTimeout(() => {

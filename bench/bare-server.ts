@@ -1,8 +1,8 @@
 /**
  * The baseline of bench/me.ts and bench/records.ts: a bare Fastify route in a process of its own, answering a
- * constant JSON body, with the service's logger settings and its one log line per request (plugins/request-log.ts)
- * at the same LOG_LEVEL, written to standard output as the service writes its own. Not meant to be run by hand: the
- * benchmarks start it as
+ * constant JSON body, with the service's logger settings and its one log line per request
+ * (plugins/infrastructure/request-log.ts) at the same LOG_LEVEL, written to standard output as the service writes
+ * its own. Not meant to be run by hand: the benchmarks start it as
  *
  *   node --import tsx bench/bare-server.ts
  *
@@ -14,7 +14,7 @@
  */
 import { readFileSync } from 'node:fs'
 import Fastify, { LogController } from 'fastify'
-import requestLog, { genReqId, loggerOptions } from '../plugins/request-log.js'
+import requestLog, { genReqId, loggerOptions } from '../plugins/infrastructure/request-log.js'
 
 const { PORT, LOG_LEVEL, BARE_PATH, BARE_BODY_FILE, BARE_RAW } = process.env
 const BARE_BODY = BARE_BODY_FILE ? readFileSync(BARE_BODY_FILE, 'utf8') : process.env.BARE_BODY

@@ -7,8 +7,8 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { loadConfig, type Config } from '../plugins/config.js'
-import type { Queryable } from '../plugins/db/types.js'
+import { loadConfig, type Config } from '../plugins/infrastructure/config.js'
+import type { Queryable } from '../plugins/infrastructure/db/types.js'
 
 /**
  * What the benchmarks share: environment knobs, the app's configuration and a throw-away database, timing and

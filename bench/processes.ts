@@ -43,7 +43,7 @@ export async function ensureBuilt (): Promise<void> {
     return e.name.endsWith('.ts') ? Math.max(n, statSync(path).mtimeMs) : n
   }, 0)
   const sources = Math.max(...['app.ts', 'server.ts', 'cli.ts'].map(f => statSync(join(ROOT, f)).mtimeMs),
-    ...['lib', 'plugins', 'routes', 'schemas'].map(d => newest(join(ROOT, d))))
+    ...['cli', 'lib', 'plugins', 'routes', 'schemas'].map(d => newest(join(ROOT, d))))
   if (existsSync(built) && statSync(built).mtimeMs >= sources) return
   process.stdout.write('building dist/ (npm run build)… ')
   await new Promise<void>((resolve, reject) => {

@@ -61,7 +61,7 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import type { AppInstance } from '../app.js'
-import { recordProblems } from '../plugins/records/validate.js'
+import { recordProblems } from '../plugins/domain/records/validate.js'
 import type { Installed } from '../test/support/helper.js'
 import { webhookFixture } from './fixtures.js'
 import {

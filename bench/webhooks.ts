@@ -40,8 +40,8 @@ import type { Static } from '@sinclair/typebox'
 import pg from 'pg'
 import { Agent, request } from 'undici'
 import { buildApp, type AppInstance } from '../app.js'
-import { insertEvent } from '../plugins/webhooks/store.js'
-import type { WorkerStatus } from '../plugins/webhooks/worker.js'
+import { insertEvent } from '../plugins/domain/webhooks/store.js'
+import type { WorkerStatus } from '../plugins/domain/webhooks/worker.js'
 import type { EventBody } from '../schemas/events.js'
 import type { Installed } from '../test/support/helper.js'
 import { selfSigned } from '../test/support/receiver.js'
@@ -481,7 +481,7 @@ async function latency (app: AppInstance, setPhase: (t: Tally) => void, tenant: 
 
 /**
  * The same receiver without the database: undici POSTs, as many connections and as many in flight as the worker,
- * the same `ca` option as the worker's Agent (plugins/webhooks/sender.ts), the same body size and header names.
+ * the same `ca` option as the worker's Agent (plugins/domain/webhooks/sender.ts), the same body size and header names.
  * Measured in slices spread over the run; each slice first sends untimed warm-up POSTs (at least 1,000 and 4 per
  * connection), so that every connection is open and the code is warm.
  */

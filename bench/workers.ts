@@ -25,7 +25,7 @@
  * but none is expected here).
  */
 import pg from 'pg'
-import { insertEvent } from '../plugins/webhooks/store.js'
+import { insertEvent } from '../plugins/domain/webhooks/store.js'
 import {
   fmt, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, positiveInts, postgresCpuSeconds, queryable, printTable,
   runBench, stamp, summary, waitFor, type Cleanup

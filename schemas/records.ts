@@ -45,7 +45,7 @@ const DOCUMENT_STATUSES = ['draft', 'authorised', 'paid', 'voided'] as const
 
 /**
  * A record's status as a JSON Schema `enum`: a wrong one is one error, not one per status. (Records are checked by
- * ajv, plugins/records/validate.ts.)
+ * ajv, plugins/domain/records/validate.ts.)
  */
 const statusOf = <S extends readonly string[]>(statuses: S, options: { description: string }) =>
   Type.Unsafe<S[number]>({ type: 'string', enum: [...statuses], ...options })

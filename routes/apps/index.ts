@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { App } from '../../plugins/apps.js'
-import { errors } from '../../plugins/errors.js'
+import type { App } from '../../plugins/domain/apps/index.js'
+import { errors } from '../../plugins/infrastructure/errors.js'
 import { ApiKeyState, AppListing, ClientIdParams, CreatedApp, NewAppBody } from '../../schemas/apps.js'
 import { BODY_ERRORS, errorResponses, invalid, USER_ERRORS } from '../../schemas/error-responses.js'
 import { SAMPLE } from '../../schemas/examples.js'

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { VERSION } from '../../lib/root.js'
 import { anyOrigin, preflight } from '../../lib/open-cors.js'
-import { knownResources } from '../../plugins/auth/tokens.js'
+import { knownResources } from '../../plugins/domain/auth/tokens.js'
 import { WIRED_SCOPES } from '../../lib/scopes.js'
-import { PROTOCOL_REVISIONS, SERVER_NAME, SESSION_REVISION } from '../../plugins/mcp/index.js'
-import { describeResource, describeTool } from '../../plugins/mcp/registry.js'
+import { PROTOCOL_REVISIONS, SERVER_NAME, SESSION_REVISION } from '../../plugins/domain/mcp/index.js'
+import { describeResource, describeTool } from '../../plugins/domain/mcp/registry.js'
 import { Catalog } from '../../schemas/mcp.js'
 
 const DESCRIPTION =
@@ -87,7 +87,7 @@ const catalog: FastifyPluginAsyncTypebox = async app => {
     grant_types_supported: ['authorization_code', 'refresh_token'],
     code_challenge_methods_supported: ['S256'],
     registration_endpoint: `${publicBaseUrl}/oauth/register`,
-    // A client_id may be the https URL of the client's metadata document (plugins/client-metadata.ts).
+    // A client_id may be the https URL of the client's metadata document (plugins/domain/oauth/client-metadata.ts).
     client_id_metadata_document_supported: true,
     // `none`: public clients (Dynamic Client Registration with no secret, metadata documents), PKCE only.
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { safeEqual } from '../../lib/crypto.js'
-import { errors } from '../../plugins/errors.js'
+import { errors } from '../../plugins/infrastructure/errors.js'
 import { EVENTS_BODY_LIMIT } from '../../lib/limits.js'
 import { bodyErrors, errorResponses, invalid, SERVICE_ERRORS } from '../../schemas/error-responses.js'
 import { EventOrBatch, EventOrBatchAccepted, MAX_EVENT_BATCH } from '../../schemas/events.js'

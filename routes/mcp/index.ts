@@ -1,9 +1,9 @@
 import rateLimit from '@fastify/rate-limit'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Principal } from '../../plugins/auth/access-state.js'
-import { ApiError, errors } from '../../plugins/errors.js'
-import { counters } from '../../plugins/rate-limit.js'
+import type { Principal } from '../../plugins/domain/auth/access-state.js'
+import { ApiError, errors } from '../../plugins/infrastructure/errors.js'
+import { counters } from '../../plugins/infrastructure/rate-limit.js'
 
 const OPENED = Symbol('mcp session opened by this request')
 const sessionOf = (r: FastifyRequest): string =>
@@ -55,7 +55,7 @@ const mcp: FastifyPluginAsyncTypebox = async app => {
   await app.register(rateLimit, {
     global: false,
     ...counters(app, 'mg-mcp-rl-'),
-    // As on /public/v1: a Redis outage lets requests through, at once (plugins/rate-limit.ts).
+    // As on /public/v1: a Redis outage lets requests through, at once (plugins/infrastructure/rate-limit.ts).
     skipOnError: true,
     allowList: () => app.redisBypassed()
   })

@@ -3,11 +3,11 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { anyOrigin, preflight } from '../../lib/open-cors.js'
-import type { App } from '../../plugins/apps.js'
-import { knownResources } from '../../plugins/auth/tokens.js'
-import { ApiError, errors, wantsHtml } from '../../plugins/errors.js'
+import type { App } from '../../plugins/domain/apps/index.js'
+import { knownResources } from '../../plugins/domain/auth/tokens.js'
+import { ApiError, errors, wantsHtml } from '../../plugins/infrastructure/errors.js'
 import { BODY_ERRORS, errorResponses, SERVICE_ERRORS } from '../../schemas/error-responses.js'
-import { counters } from '../../plugins/rate-limit.js'
+import { counters } from '../../plugins/infrastructure/rate-limit.js'
 import {
   AuthorizeDecision, AuthorizeQuery, Jwks, RegistrationRequest, RegistrationResponse, RevokeRequest, TokenRequest,
   TokenResponse

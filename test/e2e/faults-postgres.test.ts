@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { PG_TIMEOUTS } from '../../plugins/db/postgres.js'
+import { PG_TIMEOUTS } from '../../plugins/infrastructure/db/postgres.js'
 import { bearer, eventually } from '../support/helper.js'
 import { startReceiver } from '../support/receiver.js'
 import { invoice, nth } from '../support/records.js'

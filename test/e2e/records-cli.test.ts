@@ -8,8 +8,8 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { sandboxEvents } from '../../lib/sandbox.js'
-import { signUserSession } from '../../plugins/auth/user-session.js'
+import { sandboxEvents } from '../../cli/sandbox.js'
+import { signUserSession } from '../../plugins/domain/auth/user-session.js'
 import { cli } from '../support/processes.js'
 
 // A service process on the embedded database, and a CLI process per command: past tap's 120 s on a loaded machine.

@@ -102,7 +102,7 @@ t.test('a database that cannot be reached: one line naming DATABASE_URL, passwor
 
 t.test('the command line: user-token and migrate', async t => {
   const { execFileSync } = await import('node:child_process')
-  const { loadConfig } = await import('../../plugins/config.js')
+  const { loadConfig } = await import('../../plugins/infrastructure/config.js')
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
   const run = (...args: string[]) =>
     execFileSync(...cli(...args), {
@@ -113,7 +113,7 @@ t.test('the command line: user-token and migrate', async t => {
   // command applies every migration. Either way, once migrated, again is nothing.
   const migrated = run('migrate')
   const { existsSync } = await import('node:fs')
-  const { initialClusterFile } = await import('../../plugins/db/initial-cluster.js')
+  const { initialClusterFile } = await import('../../plugins/infrastructure/db/initial-cluster.js')
   if (existsSync(initialClusterFile())) {
     t.match(migrated, '"applied":[]', 'a new data directory starts from the prepared, migrated cluster')
   } else {
@@ -149,7 +149,7 @@ t.test('the command line: user-token and migrate', async t => {
 
 t.test('the command line: client-key disables a self-registered client, which has no owner to do it', async t => {
   const { execFileSync } = await import('node:child_process')
-  const { loadConfig } = await import('../../plugins/config.js')
+  const { loadConfig } = await import('../../plugins/infrastructure/config.js')
   const { buildApp } = await import('../../app.js')
   // The first test's service, stopped: its database holds a client registered over HTTP.
   const { dataDir, clientId } = served

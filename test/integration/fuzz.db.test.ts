@@ -1,8 +1,9 @@
 // Fuzz test: thousands of requests generated with fast-check from the OpenAPI document and from the
 // routes it leaves out, with good and bad credentials, edge path parameters, wrong query types, mutated,
 // oversized, non-JSON and non-UTF-8 bodies and odd headers; a smaller set over raw TCP for what `inject` cannot
-// send. Every answer must be below 500 and every error body must come from the catalog (plugins/errors.ts). The
-// seed is fixed; FUZZ_SEED=random (or a number) picks another, and FUZZ_SCALE=<n> multiplies the number of runs.
+// send. Every answer must be below 500 and every error body must come from the catalog
+// (plugins/infrastructure/errors.ts). The seed is fixed; FUZZ_SEED=random (or a number) picks another, and
+// FUZZ_SCALE=<n> multiplies the number of runs.
 // FUZZ_ALL=1 reports every distinct problem instead of stopping at the first one (without shrinking). See
 // docs/tooling.md#fuzzing.
 import { randomInt } from 'node:crypto'
@@ -734,12 +735,12 @@ async function fuzz<T> (
  */
 const FINDINGS: Array<{ finding: string, request: FuzzRequest }> = [
   {
-    // plugins/auth/user-session.ts readCookie: decodeURIComponent throws URIError → 500 on every user route.
+    // plugins/domain/auth/user-session.ts readCookie: decodeURIComponent throws URIError → 500 on every user route.
     finding: 'a session cookie with bad percent-encoding is a 500 (expected 401 invalid_token)',
     request: { op: 'finding', method: 'GET', path: '/apps', query: '', headers: { cookie: 'session=%E0%A4%A' } }
   },
   {
-    // @fastify/static throws FST_STATIC_FORBIDDEN_PATH (statusCode 403); plugins/errors.ts maps it to 500.
+    // @fastify/static throws FST_STATIC_FORBIDDEN_PATH (statusCode 403); infrastructure/errors.ts maps it to 500.
     finding: 'a NUL in a /docs/static path is a 500 (expected a 4xx from the catalog)',
     request: { op: 'finding', method: 'GET', path: '/docs/static/%00', query: '', headers: {} }
   },
@@ -749,14 +750,14 @@ const FINDINGS: Array<{ finding: string, request: FuzzRequest }> = [
     request: { op: 'finding', method: 'GET', path: '/docs/static/swagger-initializer.js//', query: '', headers: {} }
   },
   {
-    // @fastify/send throws RangeNotSatisfiableError (statusCode 416); plugins/errors.ts maps it to 500.
+    // @fastify/send throws RangeNotSatisfiableError (statusCode 416); plugins/infrastructure/errors.ts maps it to 500.
     finding: 'a bad Range header on a /docs/static file is a 500 (expected 416, or the whole file)',
     request: {
       op: 'finding', method: 'GET', path: '/docs/static/swagger-ui.css', query: '', headers: { range: 'bytes=x' }
     }
   },
   {
-    // plugins/webhooks/store.ts insertEvent: JSON.stringify of `data` overflows the stack (RangeError) → 500.
+    // plugins/domain/webhooks/store.ts insertEvent: JSON.stringify of `data` overflows the stack (RangeError) → 500.
     finding: 'POST /events with data nested 5,000 deep is a 500 (expected 400 validation_error, or 202)',
     request: {
       op: 'finding',
@@ -770,7 +771,7 @@ const FINDINGS: Array<{ finding: string, request: FuzzRequest }> = [
   },
   {
     // The SDK's schema check of request params fails as -32603 Internal error, with the zod issues as the message;
-    // plugins/mcp/index.ts invalidParams makes it -32602 for tools/call and resources/read only.
+    // plugins/domain/mcp/index.ts invalidParams makes it -32602 for tools/call and resources/read only.
     finding: 'MCP initialize with a non-string protocolVersion on an open session is JSON-RPC -32603 (expected -32602)',
     request: {
       op: 'finding',
@@ -823,7 +824,7 @@ t.test('fuzz: no 5xx, every error body from the catalog', async t => {
     MCP_RATE_LIMIT_IP: '1000000',
     MCP_RATE_LIMIT_SESSION: '1000000',
     // Anonymous sessions too, so that tokenless MCP traffic reaches the protocol (the 401 is tested in
-    // plugins/mcp/sessions.test.ts).
+    // plugins/domain/mcp/sessions.test.ts).
     MCP_ALLOW_ANONYMOUS: 'true',
     WEBHOOK_WORKER: 'false'
   })

@@ -5,8 +5,8 @@ import { join } from 'node:path'
 import { inspect } from 'node:util'
 import pg from 'pg'
 import { buildApp, type AppInstance, type BuildOptions } from '../../app.js'
-import { loadConfig, type Config } from '../../plugins/config.js'
-import { initialCluster } from '../../plugins/db/initial-cluster.js'
+import { loadConfig, type Config } from '../../plugins/infrastructure/config.js'
+import { initialCluster } from '../../plugins/infrastructure/db/initial-cluster.js'
 
 type Test = { teardown(fn: () => unknown): void }
 
@@ -82,7 +82,8 @@ export function postgresDatabase (t: Test): Promise<string> {
   return freshDatabase(t, POSTGRES_SERVER)
 }
 
-// Every app of the tests on the embedded database starts from the one migrated cluster (plugins/db/initial-cluster.ts).
+// Every app of the tests on the embedded database starts from the one migrated cluster
+// (plugins/infrastructure/db/initial-cluster.ts).
 const EMBEDDED_SNAPSHOT = TEST_DATABASE_URL ? undefined : await initialCluster()
 
 /** Configuration for a test: the database under test (this file's Postgres database, else in-memory embedded). */

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { perInstallRateLimit } from '../../../plugins/rate-limit.js'
+import { perInstallRateLimit } from '../../../plugins/infrastructure/rate-limit.js'
 import { errorResponses, PUBLIC_ERRORS } from '../../../schemas/error-responses.js'
 import { Identity } from '../../../schemas/identity.js'
 import tenant from './tenant/index.js'

@@ -1,8 +1,9 @@
-import { ApiError, JsonRpcHttpError, errors } from '../../../plugins/errors.js'
+import { ApiError, JsonRpcHttpError, errors } from '../../../plugins/infrastructure/errors.js'
 
 /**
- * What the error catalog (plugins/errors.ts) can send, read from the catalog itself: every entry is built once
- * with placeholder arguments, and its status and code (or JSON-RPC code) noted. A new entry is known here at once.
+ * What the error catalog (plugins/infrastructure/errors.ts) can send, read from the catalog itself: every entry is
+ * built once with placeholder arguments, and its status and code (or JSON-RPC code) noted. A new entry is known
+ * here at once.
  */
 function readCatalog (): { rest: Map<string, Set<number>>, rpc: Map<number, Set<number>> } {
   const rest = new Map<string, Set<number>>()

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { BODY_LIMIT, EVENTS_BODY_LIMIT } from '../../../lib/limits.js'
 import { ROOT } from '../../../lib/root.js'
-import { errors } from '../../../plugins/errors.js'
+import { errors } from '../../../plugins/infrastructure/errors.js'
 
 t.test('the body limits are the 64 KiB (1 MiB for events) the rules state, and a 413 names it in bytes', async t => {
   t.equal(BODY_LIMIT, 64 * 1024)

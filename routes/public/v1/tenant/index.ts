@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs'
 import { basename, extname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errors } from '../../../../plugins/errors.js'
+import { errors } from '../../../../plugins/infrastructure/errors.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

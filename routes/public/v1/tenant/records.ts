@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
-import { errors } from '../../../../plugins/errors.js'
+import { errors } from '../../../../plugins/infrastructure/errors.js'
 import { errorResponses, invalid, scopeError, TENANT_ERRORS } from '../../../../schemas/error-responses.js'
 import { TenantParams } from '../../../../schemas/identity.js'
 import { idParam, type ListArgs } from '../../../../schemas/records.js'
@@ -38,7 +38,7 @@ const sendJson = (reply: FastifyReply, json: string) => reply.type('application/
 
 /**
  * The accounting read routes: for each record kind a list and a single record, each a call into its service
- * (plugins/records), which answers the wire JSON text. The tenant and scope checks ran before (./index.ts).
+ * (plugins/domain/records), which answers the wire JSON text. The tenant and scope checks ran before (./index.ts).
  */
 const records: FastifyPluginAsyncTypebox = async (app) => {
   for (const service of Object.values(app.records.services)) {

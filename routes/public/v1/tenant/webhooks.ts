@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { errors } from '../../../../plugins/errors.js'
-import { MAX_ACTIVE_PER_INSTALL } from '../../../../plugins/webhooks/service.js'
+import { errors } from '../../../../plugins/infrastructure/errors.js'
+import { MAX_ACTIVE_PER_INSTALL } from '../../../../plugins/domain/webhooks/service.js'
 import { BODY_ERRORS, errorResponses, invalid, TENANT_ERRORS } from '../../../../schemas/error-responses.js'
 import { TenantParams } from '../../../../schemas/identity.js'
 import {
@@ -13,7 +13,7 @@ import {
 const NOT_YOURS = errors.subscriptionNotFound()
 const INACTIVE = errors.subscriptionInactive()
 
-/** Webhook subscriptions of the calling install, each a call into `app.webhooks` (plugins/webhooks). */
+/** Webhook subscriptions of the calling install, each a call into `app.webhooks` (plugins/domain/webhooks). */
 const webhooks: FastifyPluginAsyncTypebox = async (app) => {
   const base = '/webhooks'
   const tags = ['webhooks']

@@ -1,0 +1,261 @@
+import type { Static } from '@sinclair/typebox'
+import { randomToken } from '../../../lib/crypto.js'
+import { TEST_TOPIC, topicKind } from '../../../lib/topics.js'
+import type { EventAccepted, EventBody } from '../../../schemas/events.js'
+import type {
+  AttemptLog,
+  CreateSubscriptionBody,
+  CreatedSubscription,
+  DeleteResult,
+  RetryAccepted,
+  SubscriptionListing
+} from '../../../schemas/webhooks.js'
+import type { Principal } from '../auth/access-state.js'
+import type { RecordIngest } from '../records/ingest.js'
+import { errors } from '../../infrastructure/errors.js'
+import { encryptSecret, newSigningSecret } from './signing.js'
+import type { AttemptLogEntry, Subscription, WebhookStore } from './store.js'
+import { checkTargetUrl } from './target-guard.js'
+
+export const MAX_ACTIVE_PER_INSTALL = 50
+
+const iso = (d: Date | null): string | null => d?.toISOString() ?? null
+
+/** A listing item in its mixed casing (docs/rules.md#subscriptions); `DisabledReason` only with include_inactive. */
+const listItemView = (
+  s: Subscription,
+  withReason: boolean
+): Static<typeof SubscriptionListing>['subscriptions'][number] => ({
+  _id: s.id,
+  Topics: s.topics,
+  TargetUrl: s.targetUrl,
+  IsActive: s.isActive,
+  LastDeliveryAt: iso(s.lastDeliveryAt),
+  LastDeliveryStatus: s.lastDeliveryStatus,
+  ConsecutiveFailures: s.consecutiveFailures,
+  createdAt: s.createdAt.toISOString(),
+  ...(withReason ? { DisabledReason: s.disabledReason } : {})
+})
+
+const attemptView = (a: AttemptLogEntry): Static<typeof AttemptLog>['attempts'][number] => ({
+  id: a.id,
+  delivery_id: a.deliveryId,
+  event_id: a.eventId,
+  topic: a.topic,
+  attempt: a.attempt,
+  attempted_at: a.attemptedAt.toISOString(),
+  duration_ms: a.durationMs,
+  response_status: a.responseStatus,
+  response_body: a.responseBody,
+  response_headers: a.responseHeaders,
+  request_headers: a.requestHeaders,
+  error: a.error,
+  error_class: a.errorClass,
+  delivery_status: a.deliveryStatus
+})
+
+/** A page boundary: the last attempt shown, opaque to clients. */
+const cursorOf = (a: AttemptLogEntry): string =>
+  Buffer.from(JSON.stringify([a.attemptedAt.toISOString(), a.id])).toString('base64url')
+
+function readCursor (cursor: string): { at: Date, id: string } {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string]
+    const date = new Date(at)
+    if (typeof id === 'string' && !Number.isNaN(date.getTime())) return { at: date, id }
+  } catch {}
+  throw errors.validation([{ location: 'querystring', path: '/cursor', message: 'is not a cursor this API gave' }])
+}
+
+interface ServiceOptions {
+  secretKey: Buffer
+  allowPrivateTargets: boolean
+  /** At most this many deliveries are enqueued again by one replay; `truncated` says there were more. */
+  replayLimit: number
+  /** Outside production a refused local target says how to allow it. */
+  development: boolean
+  /** The read side: records are checked before an event is stored and kept in its transaction (domain/records). */
+  records?: RecordIngest | undefined
+}
+
+const LOCAL_HINT = ' For local development, start the service with WEBHOOK_ALLOW_PRIVATE_TARGETS=true (and ' +
+  'WEBHOOK_CA_FILE=<your receiver\'s certificate> when it is self-signed).'
+
+/**
+ * What the REST routes and the MCP tools both call. Every method that acts for an install takes its principal and
+ * sees only that install's subscriptions: anyone else's answers as if it did not exist. Answers are the wire shapes.
+ */
+export function createWebhookService (store: WebhookStore, opts: ServiceOptions) {
+  async function owned (p: Principal, subscriptionId: string): Promise<Subscription> {
+    const s = await store.findSubscription(p.installId, subscriptionId)
+    if (!s) throw errors.subscriptionNotFound()
+    return s
+  }
+
+  /** An owned subscription that can still be sent to: an inactive one is a conflict. */
+  async function active (p: Principal, subscriptionId: string): Promise<Subscription> {
+    const s = await owned(p, subscriptionId)
+    if (!s.isActive) throw errors.subscriptionInactive()
+    return s
+  }
+
+  /** Checks the topics and records, then stores the events with their records in one transaction. */
+  async function accept (events: Array<Static<typeof EventBody>>, batch: boolean) {
+    checkTopics(events)
+    const records = opts.records
+    records?.check(events, batch)
+    const accepted = records
+      ? await store.insertEvents(events, q => records.write(q, events))
+      : await store.insertEvents(events)
+    if (accepted === 'conflict') throw errors.eventConflict()
+    return accepted
+  }
+
+  return {
+    async subscribe (
+      p: Principal,
+      input: Static<typeof CreateSubscriptionBody>
+    ): Promise<Static<typeof CreatedSubscription>> {
+      const unknown = input.topics.filter(t => topicKind(t) === 'unknown')
+      if (unknown.length > 0) throw errors.unknownTopic(unknown)
+      const problem = await checkTargetUrl(input.target_url, opts.allowPrivateTargets)
+      if (problem) {
+        const local = opts.development && /localhost|loopback|private|reserved/.test(problem)
+        throw errors.invalidTargetUrl(local ? problem + LOCAL_HINT : problem)
+      }
+
+      const id = randomToken('whs_', 12)
+      const secret = newSigningSecret()
+      const s = await store.insertSubscription(
+        {
+          id,
+          installId: p.installId,
+          orgRefId: p.orgRefId,
+          entityRefId: p.entityRefId,
+          topics: input.topics,
+          targetUrl: input.target_url,
+          secretCiphertext: encryptSecret(opts.secretKey, id, secret)
+        },
+        MAX_ACTIVE_PER_INSTALL
+      )
+      if (!s) throw errors.limitExceeded(`An install may have at most ${MAX_ACTIVE_PER_INSTALL} active subscriptions.`)
+      return {
+        id: s.id,
+        topics: s.topics,
+        target_url: s.targetUrl,
+        signing_secret: secret,
+        created_at: s.createdAt.toISOString()
+      }
+    },
+
+    async list (p: Principal, includeInactive: boolean): Promise<Static<typeof SubscriptionListing>> {
+      const subs = await store.listSubscriptions(p.installId, includeInactive)
+      return { subscriptions: subs.map(s => listItemView(s, includeInactive)) }
+    },
+
+    /** Soft delete; `modified` is 0 when there was nothing (active and yours) to delete. */
+    async remove (p: Principal, subscriptionId: string): Promise<Static<typeof DeleteResult>> {
+      return { ok: true, modified: (await store.deleteSubscription(p.installId, subscriptionId)) ? 1 : 0 }
+    },
+
+    /** The subscription's attempts, newest first, a page at a time. */
+    async attempts (
+      p: Principal, subscriptionId: string, limit = 50, cursor?: string
+    ): Promise<Static<typeof AttemptLog>> {
+      const before = cursor === undefined ? undefined : readCursor(cursor)
+      const s = await owned(p, subscriptionId)
+      const page = await store.attempts(s.id, limit + 1, before)
+      const shown = page.slice(0, limit)
+      return {
+        attempts: shown.map(attemptView),
+        next_cursor: page.length > limit ? cursorOf(shown.at(-1)!) : null
+      }
+    },
+
+    /**
+     * A new signing secret, returned once. For `overlapHours` the replaced secret still signs next to it, so that
+     * receivers can switch at their pace (docs/rules.md#signatures).
+     */
+    async rotateSecret (p: Principal, subscriptionId: string, overlapHours: number) {
+      const s = await owned(p, subscriptionId)
+      const secret = newSigningSecret()
+      const overlapS = Math.round(overlapHours * 3600)
+      const rotated = await store.rotateSecret(s.id, encryptSecret(opts.secretKey, s.id, secret), overlapS)
+      if (!rotated) throw errors.subscriptionInactive()
+      return {
+        id: s.id,
+        signing_secret: secret,
+        previous_secret_expires_at: iso(rotated.previousExpiresAt)
+      }
+    },
+
+    /** A signed `webhook.test` event to this subscription only, through the queue; its delivery shows in the log. */
+    async sendTest (p: Principal, subscriptionId: string) {
+      const s = await active(p, subscriptionId)
+      const sent = await store.insertTestEvent({ id: s.id, orgRefId: p.orgRefId, entityRefId: p.entityRefId },
+        TEST_TOPIC, { subscription_id: s.id, message: 'A test delivery, sent on request.' })
+      return { event_id: sent.eventId, delivery_id: sent.deliveryId, status: 'pending' as const }
+    },
+
+    /**
+     * Sends again, as new deliveries, what this subscription was sent between `since` and `until` whose delivery
+     * ended as `status` says (`failed`, or `all` that ended). Idempotent per `Idempotency-Key`.
+     */
+    async replay (
+      p: Principal,
+      subscriptionId: string,
+      r: { since: string, until?: string | undefined, status?: 'failed' | 'all' | undefined },
+      key: string | undefined
+    ) {
+      const s = await active(p, subscriptionId)
+      const since = new Date(r.since)
+      const until = r.until === undefined ? new Date() : new Date(r.until)
+      if (!(since < until)) {
+        throw errors.validation([{ location: 'body', path: '/since', message: 'must be before until' }])
+      }
+      const status = r.status ?? 'failed'
+      const replayed = await store.replay(s.id, {
+        since,
+        until,
+        statuses: status === 'failed' ? ['failed'] : ['succeeded', 'failed', 'cancelled'],
+        limit: opts.replayLimit,
+        key,
+        // The request as sent: a repeat without `until` is the same request, though "now" has moved on.
+        fingerprint: JSON.stringify([since.toISOString(), r.until === undefined ? null : until.toISOString(), status])
+      })
+      if (replayed === 'conflict') throw errors.idempotencyConflict()
+      const { replayed: count, truncated, until: end } = replayed
+      return { replayed: count, truncated, since: since.toISOString(), until: end.toISOString(), status }
+    },
+
+    /** Makes one of the subscription's deliveries due now, whatever its state. */
+    async retry (p: Principal, subscriptionId: string, deliveryId: string): Promise<Static<typeof RetryAccepted>> {
+      const s = await active(p, subscriptionId)
+      if (!(await store.retryNow(s.id, deliveryId))) throw errors.deliveryNotFound()
+      return { delivery_id: deliveryId, status: 'pending' }
+    },
+
+    /**
+     * Stores an event and its deliveries durably before answering, idempotent on the producer's id, and keeps the
+     * record it carries in the same transaction. Planned topics are refused: nothing would ever deliver them.
+     */
+    async publish (event: Static<typeof EventBody>): Promise<Static<typeof EventAccepted>> {
+      return (await accept([event], false))[0]!
+    },
+
+    /** A batch is one transaction: every event is stored, or none (a bad topic, record or conflict refuses all). */
+    async publishBatch (events: Array<Static<typeof EventBody>>): Promise<Array<Static<typeof EventAccepted>>> {
+      return accept(events, true)
+    }
+  }
+}
+
+/** Every unknown topic is named at once; then the first planned one. */
+function checkTopics (events: Array<Static<typeof EventBody>>): void {
+  const unknown = [...new Set(events.map(e => e.topic).filter(topic => topicKind(topic) === 'unknown'))]
+  if (unknown.length > 0) throw errors.unknownTopic(unknown)
+  const planned = events.find(e => topicKind(e.topic) === 'planned')
+  if (planned) throw errors.topicNotEmitted(planned.topic)
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>
