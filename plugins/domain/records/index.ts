@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { cursorCodec } from '../../../lib/cursor.js'
 import type { RecordKindName } from '../../../lib/topics.js'
 import { createRecordIngest, type RecordIngest } from './ingest.js'
 import { RECORD_KINDS } from './kinds.js'
@@ -25,7 +26,8 @@ export default fp(async (app) => {
   const kinds = Object.values(RECORD_KINDS)
   const stores = Object.fromEntries(kinds.map(k => [k.name, createRecordStore(app.db, k)])) as
     Record<RecordKindName, RecordStore>
-  const services = Object.fromEntries(kinds.map(k => [k.name, createRecordService(k, stores[k.name])])) as
+  const cursors = cursorCodec(app.config.tokenSigningKey)
+  const services = Object.fromEntries(kinds.map(k => [k.name, createRecordService(k, stores[k.name], cursors)])) as
     Record<RecordKindName, RecordService>
   app.decorate('records', { services, ingest: createRecordIngest(stores) })
   if (app.hasDecorator('mcp')) for (const s of Object.values(services)) addRecordTools(app.mcp, s)

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import { inRecordYears, isRecordInstant } from '../../../lib/dates.js'
+import type { CursorCodec, CursorScope } from '../../../lib/cursor.js'
 import type { ListArgs } from '../../../schemas/records.js'
 import type { Principal } from '../auth/access-state.js'
 import { errors } from '../../infrastructure/errors.js'
@@ -11,27 +12,15 @@ export const DEFAULT_LIMIT = 50
 /** A single record: its JSON text as sent, and the entity tag of exactly those bytes. */
 export interface RecordRead { body: string, etag: string }
 
-/** The cursor: the last record of the page, the order it was listed in, and the kind; base64url JSON. */
-interface CursorState { k: string, o: 'a' | 'd', u: string, i: string }
+/** Where a page ends: the last record's `updated_at` and id; the cursor's scope names the kind and the order. */
+interface CursorPosition { u: string, i: string }
 
-const cursorOf = (kind: RecordKind, descending: boolean, last: { updatedAt: Date, id: string }): string =>
-  Buffer.from(JSON.stringify({
-    k: kind.name, o: descending ? 'd' : 'a', u: last.updatedAt.toISOString(), i: last.id
-  } satisfies CursorState)).toString('base64url')
+const isPosition = (v: unknown): v is CursorPosition =>
+  typeof v === 'object' && v !== null && typeof (v as CursorPosition).i === 'string' &&
+  typeof (v as CursorPosition).u === 'string' && isRecordInstant((v as CursorPosition).u)
 
-/** The position a cursor names; invalid_cursor when it is not one this listing (kind and order) gave. */
-function readCursor (kind: RecordKind, descending: boolean, cursor: string): Position {
-  let state: Partial<CursorState> | undefined
-  try {
-    if (/^[A-Za-z0-9_-]+$/.test(cursor)) state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))
-  } catch {}
-  // Any JSON parses: `null` (a cursor of "bnVsbA") or a number is no state either, and must not reach `state.k`.
-  const valid = typeof state === 'object' && state !== null && state.k === kind.name &&
-    state.o === (descending ? 'd' : 'a') && typeof state.i === 'string' && typeof state.u === 'string' &&
-    isRecordInstant(state.u)
-  if (!valid) throw errors.invalidCursor()
-  return { updatedAt: state!.u!, id: state!.i! }
-}
+const cursorScope = (kind: RecordKind, p: Principal, descending: boolean): CursorScope =>
+  ({ tenant: [p.orgRefId, p.entityRefId], resource: kind.plural, order: descending ? '-updated_at' : 'updated_at' })
 
 /**
  * The instant of `updated_since`, and `due_before`, checked for what their formats let through and no record can
@@ -66,7 +55,7 @@ const etagOf = (body: string): string => `"${createHash('sha256').update(body).d
  * the wire JSON text: records are served exactly as the producer sent them, and a page is assembled from their
  * texts without parsing them again.
  */
-export function createRecordService (kind: RecordKind, store: RecordStore) {
+export function createRecordService (kind: RecordKind, store: RecordStore, cursors: CursorCodec) {
   return {
     kind,
 
@@ -75,7 +64,13 @@ export function createRecordService (kind: RecordKind, store: RecordStore) {
       const descending = args.order === '-updated_at'
       const limit = args.limit ?? DEFAULT_LIMIT
       const partyId = kind.document ? args[kind.document.filter] : undefined
-      const after = args.cursor === undefined ? undefined : readCursor(kind, descending, args.cursor)
+      const scope = cursorScope(kind, p, descending)
+      let after: Position | undefined
+      if (args.cursor !== undefined) {
+        const at = cursors.decode(scope, args.cursor, isPosition)
+        if (at === undefined) throw errors.invalidCursor()
+        after = { updatedAt: at.u, id: at.i }
+      }
       refuseNul(partyId, after?.id)
       const page = await store.list(p.orgRefId, p.entityRefId, {
         updatedSince: bounds(args),
@@ -86,7 +81,9 @@ export function createRecordService (kind: RecordKind, store: RecordStore) {
         descending,
         limit
       })
-      const next = page.next ? JSON.stringify(cursorOf(kind, descending, page.next)) : 'null'
+      const next = page.next
+        ? JSON.stringify(cursors.encode(scope, { u: page.next.updatedAt.toISOString(), i: page.next.id }))
+        : 'null'
       return `{"${kind.plural}":[${page.bodies}],"next_cursor":${next}}`
     },
 

@@ -84,7 +84,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
         200: AttemptLog,
         ...errorResponses(
           ...TENANT_ERRORS,
-          invalid('querystring', '/cursor', 'is not a cursor this API gave'),
+          errors.invalidCursor(),
           NOT_YOURS
         )
       }

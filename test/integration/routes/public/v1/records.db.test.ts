@@ -658,7 +658,20 @@ t.test('every refused query: 400 naming the parameter, or invalid_cursor', async
   t.equal((await read(i, `/bills?limit=1&cursor=${bills}`)).statusCode, 200)
 
   const forged = (state: unknown) => Buffer.from(JSON.stringify(state)).toString('base64url')
+  const [version, payload, tag] = asc.split('.') as [string, string, string]
+  const position = JSON.parse(Buffer.from(payload, 'base64url').toString())
+  const elsewhere = await tenant()
+  await send(elsewhere, 'invoices', series('invoices', 2))
+  const otherTenants = (await read(elsewhere, '/invoices?limit=1')).json().next_cursor as string
+  t.equal((await read(elsewhere, `/invoices?limit=1&cursor=${otherTenants}`)).statusCode, 200, 'good in its tenant')
+  const flip = (c: string) => c === 'A' ? 'B' : 'A'
   const badCursors: Record<string, string> = {
+    'a cursor issued to another tenant': otherTenants,
+    'its position edited by hand': [version, forged({ ...position, i: position.i + 'x' }), tag].join('.'),
+    'a character of its tag changed': asc.slice(0, -1) + flip(asc.at(-1)!),
+    'truncated': asc.slice(0, -3),
+    'without its tag': `${version}.${payload}`,
+    'another version': ['v2', payload, tag].join('.'),
     garbage: encodeURIComponent('not a cursor!'),
     'base64 of nothing useful': 'abc',
     'JSON null': forged(null),
