@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { cursorCodec } from '../../../lib/cursor.js'
 import { createWebhookService, type WebhookService } from './service.js'
 import { registerQueueGauges } from './queue-metrics.js'
 import { createWebhookStore } from './store.js'
@@ -21,6 +22,7 @@ declare module 'fastify' {
 export default fp(async (app) => {
   const store = createWebhookStore(app.db)
   const service = createWebhookService(store, {
+    cursors: cursorCodec(app.config.tokenSigningKey),
     secretKey: app.config.webhookSecretKey,
     allowPrivateTargets: app.config.webhookAllowPrivateTargets,
     replayLimit: app.config.webhookReplayLimit,

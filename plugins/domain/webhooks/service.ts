@@ -1,4 +1,5 @@
 import type { Static } from '@sinclair/typebox'
+import type { CursorCodec, CursorScope } from '../../../lib/cursor.js'
 import { randomToken } from '../../../lib/crypto.js'
 import { TEST_TOPIC, topicKind } from '../../../lib/topics.js'
 import type { EventAccepted, EventBody } from '../../../schemas/events.js'
@@ -54,20 +55,20 @@ const attemptView = (a: AttemptLogEntry): Static<typeof AttemptLog>['attempts'][
   delivery_status: a.deliveryStatus
 })
 
-/** A page boundary: the last attempt shown, opaque to clients. */
-const cursorOf = (a: AttemptLogEntry): string =>
-  Buffer.from(JSON.stringify([a.attemptedAt.toISOString(), a.id])).toString('base64url')
+/** Where a page of the attempts log ends: the last attempt's time and id. */
+type AttemptPosition = [at: string, id: string]
 
-function readCursor (cursor: string): { at: Date, id: string } {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [string, string]
-    const date = new Date(at)
-    if (typeof id === 'string' && !Number.isNaN(date.getTime())) return { at: date, id }
-  } catch {}
-  throw errors.validation([{ location: 'querystring', path: '/cursor', message: 'is not a cursor this API gave' }])
-}
+const isAttemptPosition = (v: unknown): v is AttemptPosition =>
+  Array.isArray(v) && v.length === 2 && typeof v[1] === 'string' && typeof v[0] === 'string' &&
+  !Number.isNaN(new Date(v[0]).getTime())
+
+/** A subscription's log is its own list: a cursor of one subscription does not read another's. */
+const attemptsScope = (p: Principal, subscriptionId: string): CursorScope =>
+  ({ tenant: [p.orgRefId, p.entityRefId], resource: `webhooks/${subscriptionId}/deliveries` })
 
 interface ServiceOptions {
+  /** The codec of every list's cursors (lib/cursor.ts). */
+  cursors: CursorCodec
   secretKey: Buffer
   allowPrivateTargets: boolean
   /** At most this many deliveries are enqueued again by one replay; `truncated` says there were more. */
@@ -162,13 +163,22 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     async attempts (
       p: Principal, subscriptionId: string, limit = 50, cursor?: string
     ): Promise<Static<typeof AttemptLog>> {
-      const before = cursor === undefined ? undefined : readCursor(cursor)
+      const scope = attemptsScope(p, subscriptionId)
+      let before: { at: Date, id: string } | undefined
+      if (cursor !== undefined) {
+        const at = opts.cursors.decode(scope, cursor, isAttemptPosition)
+        if (at === undefined) throw errors.invalidCursor()
+        before = { at: new Date(at[0]), id: at[1] }
+      }
       const s = await owned(p, subscriptionId)
       const page = await store.attempts(s.id, limit + 1, before)
       const shown = page.slice(0, limit)
+      const last = shown.at(-1)
       return {
         attempts: shown.map(attemptView),
-        next_cursor: page.length > limit ? cursorOf(shown.at(-1)!) : null
+        next_cursor: page.length > limit && last
+          ? opts.cursors.encode(scope, [last.attemptedAt.toISOString(), last.id] satisfies AttemptPosition)
+          : null
       }
     },
 

@@ -281,7 +281,18 @@ t.test('the delivery log: what was sent and what came back, a page at a time', a
     'x-service-topic': 'invoice.paid', 'webhook-id': a.event_id, 'content-type': 'application/json'
   })
   t.notMatch(JSON.stringify(a), sub.signing_secret.slice(6), 'never the secret')
-  t.equal((await page('?cursor=nonsense')).statusCode, 400, 'a cursor this API did not give')
+  const refusal = {
+    error: 'invalid_cursor',
+    message: 'The cursor is not one this listing gave: pass next_cursor unchanged, with the same order.'
+  }
+  t.strictSame((await page('?cursor=nonsense')).json(), refusal, 'a cursor this API did not give')
+  t.strictSame((await page(`?cursor=${first.next_cursor.slice(0, -2)}`)).json(), refusal, 'a truncated cursor')
+  const other = await subscribe(app, i, { target_url: receiver.url })
+  const ofOther = await app.inject({
+    method: 'GET', url: `${hooks(i)}/${other.id}/deliveries?cursor=${first.next_cursor}`, headers: bearer(i.accessToken)
+  })
+  t.equal(ofOther.statusCode, 400, 'a cursor of another subscription\'s log')
+  t.strictSame(ofOther.json(), refusal)
 })
 
 t.test('local development: the refusal names the variables, and events trigger publishes a sample', async t => {
