@@ -84,6 +84,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (app) => {
         200: AttemptLog,
         ...errorResponses(
           ...TENANT_ERRORS,
+          invalid('querystring', '/limit', 'must be <= 200'),
           errors.invalidCursor(),
           NOT_YOURS
         )
