@@ -1,6 +1,6 @@
 /**
  * Redirect URIs: which may be registered, and when a presented one matches a registered one
- * (docs/rules.md#redirect-uris; RFC 6749 3.1.2, RFC 8252 for native clients).
+ * (docs/rules.md#clients; RFC 6749 3.1.2, RFC 8252 for native clients).
  */
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost'])

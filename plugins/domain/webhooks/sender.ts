@@ -8,7 +8,10 @@ export const CONNECT_TIMEOUT_MS = 5_000
 export const TOTAL_TIMEOUT_MS = 15_000
 const KEPT_RESPONSE_BYTES = 4096
 
-/** Why an attempt got no (good) answer, in a word a program can branch on (docs/rules.md#delivery-log). */
+/**
+ * Why an attempt got no (good) answer, in a word a program can branch on
+ * (docs/rules.md#test-deliveries-replay-and-the-delivery-log).
+ */
 export type ErrorClass =
   | 'http_status' | 'redirect' | 'timeout' | 'connect_timeout' | 'connection_refused' | 'connection_reset' | 'dns'
   | 'tls' | 'blocked' | 'network' | 'internal'

@@ -1,5 +1,6 @@
-// How the sender names a failed attempt (docs/rules.md#delivery-log), from error codes and against local sockets that
-// refuse, reset, speak something other than TLS, or never answer; and how it reads Retry-After.
+// How the sender names a failed attempt (docs/rules.md#test-deliveries-replay-and-the-delivery-log), from error
+// codes and against local sockets that refuse, reset, speak something other than TLS, or never answer; and how it
+// reads Retry-After.
 import { createServer, type Server, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
 import { classOf, parseRetryAfter, Sender } from '../../../../../plugins/domain/webhooks/sender.js'
