@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { errors } from '../../plugins/infrastructure/errors.js'
-import type { Install } from '../../plugins/domain/installs/index.js'
+import type { Install } from '../../plugins/domain/installs/store.js'
 import { errorResponses, USER_ERRORS } from '../../schemas/error-responses.js'
 import { TenantParams } from '../../schemas/identity.js'
 import { InstallListing, InstallParams, UninstalledRecord } from '../../schemas/installs.js'

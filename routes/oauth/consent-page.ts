@@ -2,7 +2,7 @@ import { formActionSource } from '../../lib/redirect-uris.js'
 import { describeScope } from '../../lib/scopes.js'
 import type { SessionUser } from '../../plugins/domain/auth/user-session.js'
 import type { ApiError } from '../../plugins/infrastructure/errors.js'
-import type { ConsentRequest } from '../../plugins/domain/oauth/index.js'
+import type { ConsentRequest } from '../../plugins/domain/oauth/service.js'
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
 export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, c => ESCAPES[c]!)

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { notify, type Queryable } from '../../infrastructure/db/index.js'
-import { SELECT_INSTALL, toInstall, type Install, type InstallRow } from '../installs/index.js'
+import { createInstallStore, type Install } from '../installs/store.js'
 
 type PrincipalFields = 'installId' | 'clientId' | 'appSlug' | 'orgRefId' | 'entityRefId'
 /** The install a request acts for, as the database says it is right now (scopes included, not the token's). */
@@ -43,6 +43,7 @@ declare module 'fastify' {
  */
 export default fp(async (app) => {
   const { db } = app
+  const installs = createInstallStore(db)
   const byInstall = new Map<string, AccessState>()
   // Bumped on every invalidation, so a read that raced with a change does not cache what it read.
   let generation = 0
@@ -75,15 +76,15 @@ export default fp(async (app) => {
   })
 
   async function load (id: string): Promise<AccessState | undefined> {
-    const [row] = await db.query<InstallRow>(`${SELECT_INSTALL} where i.install_id = $1`, [id])
-    if (!row) return undefined
-    const { installId, clientId, appSlug, orgRefId, entityRefId, scopes, status } = toInstall(row)
+    const stored = await installs.find(id)
+    if (!stored) return undefined
+    const { installId, clientId, appSlug, orgRefId, entityRefId, scopes, status } = stored.install
     return {
       principal: Object.freeze({ installId, clientId, appSlug, orgRefId, entityRefId, scopes: Object.freeze(scopes) }),
       status,
-      apiKeyEnabled: row.api_key_enabled,
-      keyDisabledAt: row.key_disabled_at?.getTime() ?? null,
-      tokensRevokedAt: row.tokens_revoked_at?.getTime() ?? null
+      apiKeyEnabled: stored.access.apiKeyEnabled,
+      keyDisabledAt: stored.access.keyDisabledAt?.getTime() ?? null,
+      tokensRevokedAt: stored.access.tokensRevokedAt?.getTime() ?? null
     }
   }
 

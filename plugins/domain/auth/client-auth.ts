@@ -1,8 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import type { App } from '../apps/index.js'
-import { ClientMetadataError } from '../oauth/client-metadata.js'
 import { errors } from '../../infrastructure/errors.js'
+import { ClientMetadataError, type App } from '../shared/clients.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -4,6 +4,7 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import type { Principal } from '../auth/access-state.js'
 import { ApiError, errors } from '../../infrastructure/errors.js'
 import { DatabaseUnavailableError } from '../../infrastructure/db/types.js'
+import type { ToolAnnotations } from '../shared/tool-annotations.js'
 
 // TypeBox knows no string format by itself: the tools' arguments get the checks the REST routes make with
 // ajv-formats, so that a tool and its route accept the same values.
@@ -12,19 +13,7 @@ for (const name of ['date-time', 'date'] as const) {
   if (!FormatRegistry.Has(name)) FormatRegistry.Set(name, v => format.validate(v))
 }
 
-export interface ToolAnnotations {
-  readOnlyHint: boolean
-  destructiveHint: boolean
-  idempotentHint: boolean
-  openWorldHint: boolean
-}
-
-export const READ_ONLY: ToolAnnotations = {
-  readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: false
-}
+export { READ_ONLY, type ToolAnnotations } from '../shared/tool-annotations.js'
 
 /** What a tool is: its schemas feed tools/list, /catalog.json and the agent card. */
 export interface ToolDefinition<I extends TSchema = TSchema, O extends TSchema = TSchema> {

@@ -1,6 +1,7 @@
 import { request, type Agent } from 'undici'
 import { VERSION } from '../../../lib/root.js'
 import { redirectUriProblem } from '../../../lib/redirect-uris.js'
+import { ClientMetadataError } from '../shared/clients.js'
 import { guardedAgent, refusedLiteral, type OutboundPolicy } from '../webhooks/target-guard.js'
 
 /** The draft's suggestion: a metadata document is small; anything larger is not one. */
@@ -21,11 +22,6 @@ export interface ClientMetadata {
   scope: string | undefined
   /** How long the document may be used before it is fetched again. */
   maxAgeS: number
-}
-
-/** The document could not be fetched or is not acceptable; the message says why, for the client's developer. */
-export class ClientMetadataError extends Error {
-  override name = 'ClientMetadataError'
 }
 
 /** A client_id that names a metadata document: an https URL with a path (the MCP SDK's test, and the draft's). */

@@ -1,0 +1,146 @@
+import type { Db, Queryable } from '../../infrastructure/db/types.js'
+
+export interface Install {
+  installId: string
+  clientId: string
+  appSlug: string
+  orgRefId: string
+  entityRefId: string
+  scopes: string[]
+  status: 'active' | 'uninstalled'
+  installedBy: string
+  createdAt: Date
+  uninstalledAt: Date | null
+}
+
+/** What the access-state cache reads beside the install: its app's key state and the family cut-off. */
+export interface InstallAccess {
+  apiKeyEnabled: boolean
+  /** Tokens issued at or before this instant (database clock) are dead for good. */
+  keyDisabledAt: Date | null
+  /** Access tokens issued at or before this instant (database clock) are refused: a family revocation. */
+  tokensRevokedAt: Date | null
+}
+
+/** An install as stored, joined with its app. */
+export interface StoredInstall { install: Install, access: InstallAccess }
+
+interface Row {
+  install_id: string
+  client_id: string
+  slug: string
+  org_ref_id: string
+  entity_ref_id: string
+  scopes: string[]
+  status: 'active' | 'uninstalled'
+  installed_by: string
+  created_at: Date
+  uninstalled_at: Date | null
+  api_key_enabled: boolean
+  key_disabled_at: Date | null
+  tokens_revoked_at: Date | null
+}
+
+const SELECT = `
+  select i.install_id, i.client_id, a.slug, i.org_ref_id, i.entity_ref_id, i.scopes, i.status, i.installed_by,
+         i.created_at, i.uninstalled_at, a.api_key_enabled, a.key_disabled_at, i.tokens_revoked_at
+    from installs i join apps a on a.client_id = i.client_id`
+
+const toStored = (r: Row): StoredInstall => ({
+  install: {
+    installId: r.install_id,
+    clientId: r.client_id,
+    appSlug: r.slug,
+    orgRefId: r.org_ref_id,
+    entityRefId: r.entity_ref_id,
+    scopes: r.scopes,
+    status: r.status,
+    installedBy: r.installed_by,
+    createdAt: r.created_at,
+    uninstalledAt: r.uninstalled_at
+  },
+  access: {
+    apiKeyEnabled: r.api_key_enabled,
+    keyDisabledAt: r.key_disabled_at,
+    tokensRevokedAt: r.tokens_revoked_at
+  }
+})
+
+/** One app in one tenant, as consent grants it. */
+export interface NewInstall {
+  installId: string
+  clientId: string
+  orgRefId: string
+  entityRefId: string
+  scopes: string[]
+  installedBy: string
+}
+
+/**
+ * Every statement on installs. Rows are never deleted; an uninstall only changes the status. Statements that take
+ * a Queryable run in the caller's transaction.
+ */
+export function createInstallStore (db: Db) {
+  return {
+    async find (installId: string, q: Queryable = db): Promise<StoredInstall | undefined> {
+      const [row] = await q.query<Row>(`${SELECT} where i.install_id = $1`, [installId])
+      return row && toStored(row)
+    },
+
+    /** Every install of a tenant, uninstalled ones included, oldest first. */
+    async listForEntity (orgRefId: string, entityRefId: string): Promise<Install[]> {
+      const rows = await db.query<Row>(
+        `${SELECT} where i.org_ref_id = $1 and i.entity_ref_id = $2 order by i.created_at, i.install_id`,
+        [orgRefId, entityRefId]
+      )
+      return rows.map(r => toStored(r).install)
+    },
+
+    /**
+     * Inserts the install unless the app already has an active one in the tenant (the unique index on active
+     * installs): then nothing, and undefined.
+     */
+    async insertActive (q: Queryable, n: NewInstall): Promise<string | undefined> {
+      const [row] = await q.query<{ install_id: string }>(
+        `insert into installs (install_id, client_id, org_ref_id, entity_ref_id, scopes, installed_by)
+         values ($1, $2, $3, $4, $5, $6)
+         on conflict (client_id, org_ref_id, entity_ref_id) where status = 'active' do nothing
+         returning install_id`,
+        [n.installId, n.clientId, n.orgRefId, n.entityRefId, n.scopes, n.installedBy]
+      )
+      return row?.install_id
+    },
+
+    /** Sets the scopes of the app's active install in the tenant; its id, undefined when there is none. */
+    async setActiveScopes (q: Queryable, clientId: string, orgRefId: string, entityRefId: string, scopes: string[]):
+    Promise<string | undefined> {
+      const [row] = await q.query<{ install_id: string }>(
+        `update installs set scopes = $4, updated_at = now()
+          where client_id = $1 and org_ref_id = $2 and entity_ref_id = $3 and status = 'active'
+          returning install_id`,
+        [clientId, orgRefId, entityRefId, scopes]
+      )
+      return row?.install_id
+    },
+
+    /** Uninstalls an active install of the org; false when there is none. */
+    async uninstall (q: Queryable, orgRefId: string, installId: string): Promise<boolean> {
+      const rows = await q.query(
+        `update installs set status = 'uninstalled', uninstalled_at = now(), updated_at = now()
+          where install_id = $1 and org_ref_id = $2 and status = 'active' returning install_id`,
+        [installId, orgRefId]
+      )
+      return rows.length > 0
+    },
+
+    /**
+     * Refuses from now on every access token of the install issued until now: the instant is read from the
+     * database clock, the clock token issue times are read from (docs/decisions.md).
+     */
+    async revokeAccessTokens (q: Queryable, installId: string): Promise<void> {
+      await q.query('update installs set tokens_revoked_at = clock_timestamp() where install_id = $1', [installId])
+    }
+  }
+}
+
+export type InstallStore = ReturnType<typeof createInstallStore>
