@@ -109,8 +109,10 @@ export default fp(
         allowedAud: [ACCESS_TOKEN_AUDIENCE, mcpResource],
         allowedIss: publicBaseUrl,
         requiredClaims: ['iss', 'aud', 'sub', 'exp', 'iat'],
-        // Expiry is checked below, after audience and issuer, so that the pipeline's rows keep their order.
+        // Time is checked below, on the app's clock alone (fast-jwt would read the system clock): expiry after
+        // audience and issuer, so that the pipeline's rows keep their order.
         ignoreExpiration: true,
+        ignoreNotBefore: true,
         complete: true
       }
     })
@@ -181,8 +183,11 @@ export default fp(
         throw errors.invalidAccessToken()
       }
       const issuedAtMs = typeof c.jti === 'string' ? uuidv7Time(c.jti) : undefined
+      const now = clock.now()
       // A token "issued" in the future was not issued by this service's clock.
-      if (issuedAtMs === undefined || c.iat * 1000 > Date.now() + MAX_CLOCK_SKEW_MS) throw errors.invalidAccessToken()
+      if (issuedAtMs === undefined || c.iat * 1000 > now + MAX_CLOCK_SKEW_MS) throw errors.invalidAccessToken()
+      // RFC 7519 4.1.5, as fast-jwt checks it: a number of seconds, inclusive. The service never sets it.
+      if ('nbf' in c && (typeof c.nbf !== 'number' || c.nbf * 1000 > now)) throw errors.invalidAccessToken()
       // The MCP endpoint takes only tokens issued for it (its URL in the audience: RFC 8707 `resource`); such a
       // token also carries the API's audience, so one token serves an app on both surfaces.
       return {
