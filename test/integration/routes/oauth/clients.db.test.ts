@@ -6,6 +6,7 @@ import t from 'tap'
 import * as oauth from 'oauth4webapi'
 import type { AppInstance } from '../../../../app.js'
 import { freePort } from '../../../support/browser.js'
+import { ManualClock } from '../../../support/clock.js'
 import { bearer, build, eventually, install, pkcePair, SIGNING_KEY, unique } from '../../../support/helper.js'
 import { forge, rs256With } from '../../../support/jwt-forge.js'
 import { selfSigned } from '../../../support/receiver.js'
@@ -172,7 +173,11 @@ t.test('registration (RFC 7591)', async t => {
 })
 
 t.test('one client per registration: disabling one cuts off no other; unused ones are forgotten', async t => {
-  const register = () => app.inject({
+  // An app of its own, on a clock this test moves a day on (no other test's codes and tokens age): it starts at the
+  // real time, since registrations are stamped on the database's clock.
+  const clock = new ManualClock(Date.now())
+  const timed = await build(t, {}, { clock })
+  const register = () => timed.inject({
     method: 'POST',
     url: '/oauth/register',
     payload: { client_name: 'Shared software', redirect_uris: ['http://127.0.0.1/cb'], token_endpoint_auth_method: 'none' },
@@ -181,13 +186,13 @@ t.test('one client per registration: disabling one cuts off no other; unused one
   const [a, b, unused] = await Promise.all([register(), register(), register()])
   const [ida, idb, idu] = [a, b, unused].map(r => r.json().client_id as string)
   t.equal(new Set([ida, idb, idu]).size, 3, 'three registrations, three clients')
-  const disabled = await app.apps.setKeyEnabled(null, ida!, false)
+  const disabled = await timed.apps.setKeyEnabled(null, ida!, false)
   t.equal(disabled?.apiKeyEnabled, false)
-  t.equal((await app.apps.resolve(idb!))?.apiKeyEnabled, true, 'the other registration of the same software works')
+  t.equal((await timed.apps.resolve(idb!))?.apiKeyEnabled, true, 'the other registration of the same software works')
 
   // Two registrations a day old: one used (an install), one never. A new registration sweeps the unused one.
-  const user = app.userSessions.sign({ sub: unique('user'), orgRefId: unique('org'), entityRefIds: ['ent_1'] })
-  const consent = await app.inject({
+  const user = timed.userSessions.sign({ sub: unique('user'), orgRefId: unique('org'), entityRefIds: ['ent_1'] })
+  const consent = await timed.inject({
     method: 'POST',
     url: '/oauth/authorize',
     headers: bearer(user),
@@ -204,12 +209,16 @@ t.test('one client per registration: disabling one cuts off no other; unused one
   })
   t.equal(consent.statusCode, 302, consent.body)
   t.match(consent.headers.location, /[?&]code=/, 'the second registration was granted an install')
-  await app.db.query('update apps set created_at = now() - interval \'25 hours\' where client_id = any($1)',
-    [[idb, idu]])
-  await register()
-  t.equal(await eventually(() => app.apps.resolve(idu!), { until: found => found === undefined, what: 'the sweep' }),
+  // A day passes, and more: 25 hours on this app's clock. Every registration sweeps a few unused ones, and the
+  // database may hold more than a few (on Postgres, this file's other tests' registrations age with them).
+  clock.advance(25 * 3600_000)
+  const registerAndFind = async () => {
+    await register()
+    return timed.apps.resolve(idu!)
+  }
+  t.equal(await eventually(registerAndFind, { until: found => found === undefined, what: 'the sweep' }),
     undefined, 'the registration never used is gone')
-  t.ok(await app.apps.resolve(idb!), 'the one granted an install is kept')
+  t.ok(await timed.apps.resolve(idb!), 'the one granted an install is kept')
 })
 
 t.test('loopback redirects match on any port, and only there', async t => {

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { ManualClock } from '../../../support/clock.js'
 import { bearer, build, install, pkcePair, REDIRECT_URI, unique } from '../../../support/helper.js'
 import type { AppInstance } from '../../../../app.js'
 
@@ -29,6 +30,39 @@ function userFor (app: AppInstance) {
   const org = unique('org')
   const entity = unique('ent')
   return { org, entity, token: app.userSessions.sign({ sub: unique('user'), orgRefId: org, entityRefIds: [entity] }) }
+}
+
+/** The user's Allow for the client, with this PKCE challenge; the authorization code it redirects with. */
+async function authorizationCode (
+  app: AppInstance,
+  client: { clientId: string },
+  user: ReturnType<typeof userFor>,
+  challenge: string
+): Promise<string> {
+  const res = await jsonPost(
+    app,
+    '/oauth/authorize',
+    {
+      client_id: client.clientId,
+      redirect_uri: REDIRECT_URI,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      org_ref_id: user.org,
+      entity_ref_id: user.entity,
+      decision: 'allow'
+    },
+    bearer(user.token)
+  )
+  return new URL(res.headers.location as string).searchParams.get('code')!
+}
+
+/**
+ * An app of the test's own on a clock the test moves (it starts at the real time: codes and tokens are stamped on
+ * the database's clock), so that no other test's codes and tokens age.
+ */
+async function timedApp (t: Parameters<typeof build>[0]) {
+  const clock = new ManualClock(Date.now())
+  return { app: await build(t, {}, { clock }), clock }
 }
 
 t.test('authorization request', async t => {
@@ -180,23 +214,7 @@ t.test('token endpoint: authorization_code grant', async t => {
   const client = await registerApp(app)
   const user = userFor(app)
 
-  async function code (challenge: string): Promise<string> {
-    const res = await jsonPost(
-      app,
-      '/oauth/authorize',
-      {
-        client_id: client.clientId,
-        redirect_uri: REDIRECT_URI,
-        code_challenge: challenge,
-        code_challenge_method: 'S256',
-        org_ref_id: user.org,
-        entity_ref_id: user.entity,
-        decision: 'allow'
-      },
-      bearer(user.token)
-    )
-    return new URL(res.headers.location as string).searchParams.get('code')!
-  }
+  const code = (challenge: string): Promise<string> => authorizationCode(app, client, user, challenge)
   const creds = { client_id: client.clientId, client_secret: client.clientSecret }
   const basic = 'Basic ' + Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')
 
@@ -331,23 +349,31 @@ t.test('token endpoint: authorization_code grant', async t => {
   })
 
   await t.test('a code expires after 60 s', async t => {
+    // Time travel on the app's clock rather than sleeping for a minute.
+    const timed = await timedApp(t)
+    const client = await registerApp(timed.app)
+    const user = userFor(timed.app)
     const { verifier, challenge } = pkcePair()
-    const c = await code(challenge)
-    // Time travel: age the code in the database rather than sleeping for a minute.
-    await app.db.query(
-      `update authorization_codes set expires_at = now() - interval '1 second'
-        where client_id = $1 and used_at is null`,
-      [client.clientId]
-    )
-    const res = await jsonPost(app, '/oauth/token', {
+    const before = Date.now()
+    const c = await authorizationCode(timed.app, client, user, challenge)
+    const exchange = (codeVerifier: string) => jsonPost(timed.app, '/oauth/token', {
       grant_type: 'authorization_code',
       code: c,
       redirect_uri: REDIRECT_URI,
-      code_verifier: verifier,
-      ...creds
+      code_verifier: codeVerifier,
+      client_id: client.clientId,
+      client_secret: client.clientSecret
     })
+    // Issued after `before`: 59 s after it the code still lives (a wrong verifier is what fails, and uses nothing).
+    timed.clock.advance(before + 59_000 - timed.clock.now())
+    const early = await exchange(pkcePair().verifier)
+    t.equal(early.json().error_description, 'code_verifier does not match the code_challenge.', 'alive at 59 s')
+    // Issued before now: 60 s after now its minute is over.
+    timed.clock.advance(Date.now() + 60_000 - timed.clock.now())
+    const res = await exchange(verifier)
     t.equal(res.statusCode, 400)
     t.same(res.json().error, 'invalid_grant')
+    t.equal(res.json().error_description, 'The authorization code has expired.')
   })
 })
 
@@ -388,7 +414,8 @@ t.test('a retry whose successor was not derived from it (an earlier version\'s) 
     const refresh = (token: string) =>
       jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
     const r1 = (await refresh(i.refreshToken)).json().refresh_token as string
-    // As an earlier version left it: the presented token replaced by a drawn successor, unused.
+    // As an earlier version left it: the presented token replaced by a drawn successor, unused. Written in the
+    // table: no version of the service that still runs makes such a row.
     await app.db.query(
       `insert into refresh_tokens (token_hash, install_id, client_id, code_hash, resource, created_at, expires_at)
        select 'drawn-' || token_hash, install_id, client_id, code_hash, resource, created_at, expires_at
@@ -404,16 +431,14 @@ t.test('a retry whose successor was not derived from it (an earlier version\'s) 
   })
 
 t.test('the grace window closes after 30 s', async t => {
-  const i = await install(app)
+  const timed = await timedApp(t)
+  const i = await install(timed.app)
   const creds = { client_id: i.clientId, client_secret: i.clientSecret }
   const refresh = (token: string) =>
-    jsonPost(app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
+    jsonPost(timed.app, '/oauth/token', { grant_type: 'refresh_token', refresh_token: token, ...creds })
   const r1 = (await refresh(i.refreshToken)).json().refresh_token
-  await app.db.query(
-    `update refresh_tokens set replaced_at = replaced_at - interval '31 seconds'
-      where install_id = $1 and replaced_at is not null`,
-    [i.installId]
-  )
+  // Rotated before now: 30 s after now the window has closed.
+  timed.clock.advance(Date.now() + 30_000 - timed.clock.now())
   t.equal((await refresh(i.refreshToken)).statusCode, 400)
   t.equal((await refresh(r1)).statusCode, 400, 'reuse after the window revokes the current token too')
 })
