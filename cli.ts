@@ -6,7 +6,7 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander'
 import { isRecordDate } from './lib/dates.js'
 import { CommandError, MAX_BATCH } from './cli/events-client.js'
 import { VERSION } from './lib/root.js'
-import { StartupError } from './plugins/infrastructure/config.js'
+import { StartupError } from './plugins/infrastructure/config/index.js'
 
 // commander parses and answers --help, -h, `help [command]` and --version for every command and names unknown
 // commands and options itself (docs/tooling.md#the-command-line-commander). Each action runs only after parsing
@@ -26,7 +26,7 @@ async function userToken (options: { sub: string, org: string, entity: string[],
 
 async function openapi (options: { out?: string }): Promise<void> {
   const { buildApp } = await import('./app.js')
-  const { loadConfig } = await import('./plugins/infrastructure/config.js')
+  const { loadConfig } = await import('./plugins/infrastructure/config/index.js')
   // The document depends only on the routes: build them on a throw-away in-memory database, listen nowhere.
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-openapi-'))
   const env = { ...process.env, NODE_ENV: 'development', DATABASE_URL: undefined, DATA_DIR: dataDir }

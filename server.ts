@@ -1,5 +1,5 @@
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig, StartupError, type Config } from './plugins/infrastructure/config.js'
+import { ConfigError, loadConfig, StartupError, type Config } from './plugins/infrastructure/config/index.js'
 
 // Longer than a delivery attempt's 15 s, which the worker lets finish; shorter than Kubernetes' default 30 s.
 const SHUTDOWN_GRACE_MS = 25_000

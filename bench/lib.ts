@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { loadConfig, type Config } from '../plugins/infrastructure/config.js'
+import { loadConfig, type Config } from '../plugins/infrastructure/config/index.js'
 import type { Queryable } from '../plugins/infrastructure/db/types.js'
 
 /**

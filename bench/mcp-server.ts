@@ -24,7 +24,7 @@ import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { writeHeapSnapshot } from 'node:v8'
 import { buildApp } from '../app.js'
-import { loadConfig } from '../plugins/infrastructure/config.js'
+import { loadConfig } from '../plugins/infrastructure/config/index.js'
 import { install } from '../test/support/helper.js'
 
 type Message = { id: number, type: 'measure' | 'cpu' | 'close' } | { id: number, type: 'snapshot', path: string }

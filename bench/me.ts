@@ -36,7 +36,7 @@ import { writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { buildApp, type AppInstance } from '../app.js'
-import { loadConfig } from '../plugins/infrastructure/config.js'
+import { loadConfig } from '../plugins/infrastructure/config/index.js'
 import {
   benchDatabase, devSecrets, discard, fmt, list, loadSlice, mergeSlices, nodeAndCpus, positiveInt, positiveInts,
   printTable, runBench, stamp, summary, tempDir, testHelpers, verdict, type Cleanup, type RawResult, type SliceFigures

@@ -102,7 +102,7 @@ t.test('a database that cannot be reached: one line naming DATABASE_URL, passwor
 
 t.test('the command line: user-token and migrate', async t => {
   const { execFileSync } = await import('node:child_process')
-  const { loadConfig } = await import('../../plugins/infrastructure/config.js')
+  const { loadConfig } = await import('../../plugins/infrastructure/config/index.js')
   const dataDir = mkdtempSync(join(tmpdir(), 'mg-cli-'))
   const run = (...args: string[]) =>
     execFileSync(...cli(...args), {
@@ -149,7 +149,7 @@ t.test('the command line: user-token and migrate', async t => {
 
 t.test('the command line: client-key disables a self-registered client, which has no owner to do it', async t => {
   const { execFileSync } = await import('node:child_process')
-  const { loadConfig } = await import('../../plugins/infrastructure/config.js')
+  const { loadConfig } = await import('../../plugins/infrastructure/config/index.js')
   const { buildApp } = await import('../../app.js')
   // The first test's service, stopped: its database holds a client registered over HTTP.
   const { dataDir, clientId } = served

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { inspect } from 'node:util'
 import pg from 'pg'
 import { buildApp, type AppInstance, type BuildOptions } from '../../app.js'
-import { loadConfig, type Config } from '../../plugins/infrastructure/config.js'
+import { loadConfig, type Config } from '../../plugins/infrastructure/config/index.js'
 import { initialCluster } from '../../plugins/infrastructure/db/initial-cluster.js'
 
 type Test = { teardown(fn: () => unknown): void }

@@ -1,6 +1,6 @@
 import { linkSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { StartupError } from '../config.js'
+import { StartupError } from '../config/index.js'
 
 /** The file that says which process has the embedded database open: its pid, as Postgres' postmaster.pid does. */
 export const LOCK_FILE = 'marketplace-gateway.pid'

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../../../plugins/infrastructure/config.js'
+import { loadConfig } from '../../../../plugins/infrastructure/config/index.js'
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'mg-config-'))
 

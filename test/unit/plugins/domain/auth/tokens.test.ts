@@ -4,7 +4,7 @@ import type { JWT } from '@fastify/jwt'
 import fc from 'fast-check'
 import t from 'tap'
 import { uuidv7 } from '../../../../../lib/crypto.js'
-import configPlugin, { type Config } from '../../../../../plugins/infrastructure/config.js'
+import configPlugin, { type Config } from '../../../../../plugins/infrastructure/config/index.js'
 import { ApiError } from '../../../../../plugins/infrastructure/errors.js'
 import { ManualClock } from '../../../../support/clock.js'
 import accessTokens, {

@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../../../../plugins/infrastructure/config.js'
+import { loadConfig } from '../../../../../plugins/infrastructure/config/index.js'
 import type { AttemptResult } from '../../../../../plugins/domain/webhooks/store.js'
 import { counterUpdates, crossedThresholds, nextAttemptAt } from '../../../../../plugins/domain/webhooks/worker.js'
 
