@@ -1,5 +1,5 @@
 // Lint configuration: neostandard (the style the Fastify organisation uses) with its TypeScript rules,
-// plus one house rule, the 120-column line length. See docs/tooling.md.
+// plus the house rules below (line length, member delimiters, schemas below plugins). See docs/tooling.md.
 import neostandard from 'neostandard'
 
 export default [
@@ -21,6 +21,20 @@ export default [
       '@stylistic/member-delimiter-style': ['error', {
         multiline: { delimiter: 'none' },
         singleline: { delimiter: 'comma', requireLast: false }
+      }]
+    }
+  },
+  {
+    name: 'house/schemas-below-plugins',
+    files: ['schemas/**'],
+    rules: {
+      // The schemas (and the error catalog beside them) are what plugins and routes build on: an import the other
+      // way would tie the OpenAPI document to a plugin's wiring, and make cycles. Type-only imports count too.
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          group: ['**/plugins', '**/plugins/**'],
+          message: 'schemas/ imports nothing from plugins/: move what it needs into schemas/ or lib/.'
+        }]
       }]
     }
   },

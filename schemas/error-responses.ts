@@ -1,5 +1,5 @@
 import { BODY_LIMIT } from '../lib/limits.js'
-import { type ApiError, errors } from '../plugins/infrastructure/errors.js'
+import { type ApiError, errors } from './error-catalog.js'
 import { ErrorBody, STATUS_MEANING } from './errors.js'
 
 /**
