@@ -157,12 +157,12 @@ async function migrateCommand (): Promise<void> {
 /** A delivery worker without HTTP; SIGTERM drains attempts in flight, then exits. */
 async function worker (): Promise<void> {
   const { buildWorker } = await import('./app.js')
+  const { closeGracefully } = await import('./plugins/infrastructure/lifecycle.js')
   const app = await buildWorker(await loadConfigOrExit())
   await app.ready()
   app.log.info({ worker: app.webhooks.workerStatus()?.id }, 'webhook worker started')
-  const stop = (): void => { app.close().then(() => process.exit(0), () => process.exit(1)) }
-  process.once('SIGTERM', stop)
-  process.once('SIGINT', stop)
+  // No grace timer: closing waits for the attempts in flight, each bounded by its own 15 s time-out.
+  closeGracefully(app, false)
 }
 
 const positiveInteger = (value: string): number => {

@@ -1,5 +1,6 @@
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, StartupError, type Config } from './plugins/infrastructure/config/index.js'
+import { closeGracefully } from './plugins/infrastructure/lifecycle.js'
 
 // Longer than a delivery attempt's 15 s, which the worker lets finish; shorter than Kubernetes' default 30 s.
 const SHUTDOWN_GRACE_MS = 25_000
@@ -30,37 +31,19 @@ function newcomerBanner (config: Config, url: string): string {
   return lines.join('\n')
 }
 
-/** Config → app → listen, and a graceful stop on SIGTERM/SIGINT. */
+/** Config → app → listen, and a graceful stop on SIGTERM, SIGINT or an uncaught error. */
 export async function serve (config: Config): Promise<void> {
   const app = await buildApp(config)
-  let closing = false
-  const shutdown = (signal: string): void => {
-    if (closing) return
-    closing = true
-    app.log.info({ signal }, 'shutting down')
-    // Readiness 503 and no new connections now, not after the other plugins' preClose hooks
-    // (plugins/infrastructure/lifecycle.ts).
-    // SIGINT is a person at a terminal: no window for load balancers.
-    app.lifecycle.drain(signal === 'SIGTERM' ? config.shutdownDelaySeconds * 1000 : 0)
-    const timer = setTimeout(() => {
-      app.log.error('shutdown took too long; exiting')
-      process.exit(1)
-    }, SHUTDOWN_GRACE_MS)
-    timer.unref()
-    app.close().then(
-      () => process.exit(0),
-      err => {
-        app.log.error({ err }, 'shutdown failed')
-        process.exit(1)
-      }
-    )
-  }
-  process.once('SIGTERM', () => shutdown('SIGTERM'))
-  process.once('SIGINT', () => shutdown('SIGINT'))
+  // Readiness 503 and no new connections now, not after the other plugins' preClose hooks
+  // (plugins/infrastructure/lifecycle.ts). The window for load balancers only on SIGTERM: SIGINT is a person at a
+  // terminal, and after an uncaught error the sooner the process is gone the better.
+  const signals = closeGracefully(app, SHUTDOWN_GRACE_MS, signal =>
+    app.lifecycle.drain(signal === 'SIGTERM' ? config.shutdownDelaySeconds * 1000 : 0))
 
   try {
     await app.listen({ port: config.port, host: config.host })
   } catch (err) {
+    signals.uninstall()
     await app.close()
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'EADDRINUSE') {

@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Server } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyInstance } from 'fastify'
+import closeWithGrace from 'close-with-grace'
 import fp from 'fastify-plugin'
 
 declare module 'fastify' {
@@ -98,3 +100,35 @@ export default fp(async app => {
     while (Date.now() < deadline && (await openConnections()) > 0) await sleep(25)
   })
 }, { name: 'lifecycle' })
+
+/** What close-with-grace would also listen to, left to Node's defaults: only SIGTERM and SIGINT stop gracefully. */
+const LEFT_TO_NODE: closeWithGrace.AllEvents[] = [
+  'SIGHUP', 'SIGQUIT', 'SIGILL', 'SIGTRAP', 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGSEGV', 'SIGUSR2', 'beforeExit'
+]
+
+/**
+ * On SIGTERM, SIGINT or an uncaught error (an exception or a rejected promise nothing caught): `begin` at once (the
+ * server's drain; it is given the signal, none after an error), then `app.close()`, then exit 0 (1 after an uncaught
+ * error or a failed close). close-with-grace, Fastify's own convention, installs the listeners and exits 1 when
+ * `graceMs` runs out; a second signal or error during the shutdown exits 1 at once.
+ */
+export function closeGracefully (
+  app: FastifyInstance,
+  graceMs: number | false,
+  begin: (signal: string | undefined) => void = () => {}
+): { uninstall(): void } {
+  return closeWithGrace({
+    delay: graceMs,
+    logger: app.log,
+    skip: LEFT_TO_NODE,
+    onTimeout: () => app.log.error('shutdown took too long; exiting')
+  }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'uncaught error; shutting down')
+    else app.log.info({ signal }, 'shutting down')
+    begin(signal)
+    await app.close().catch((closeErr: unknown) => {
+      app.log.error({ err: closeErr }, 'shutdown failed')
+      process.exit(1)
+    })
+  })
+}
