@@ -1,4 +1,5 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import cookie from '@fastify/cookie'
 import sensible from '@fastify/sensible'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Ajv, type AnySchema } from 'ajv'
@@ -116,6 +117,8 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(mcp)
   await app.register(openapi)
   await app.register(rateLimitStore)
+  // Parses the Cookie header into request.cookies for the user session (and the pages' forms).
+  await app.register(cookie)
   await app.register(accessState)
   await app.register(accessTokens)
   await app.register(userSessions)

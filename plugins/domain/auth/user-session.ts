@@ -30,19 +30,6 @@ declare module 'fastify' {
   }
 }
 
-function readCookie (header: string | undefined, name: string): string | undefined {
-  if (!header) return undefined
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=')
-    if (eq > 0 && part.slice(0, eq).trim() === name) {
-      const value = part.slice(eq + 1).trim()
-      // A value that is not valid percent-encoding is still a value: an invalid session, not a failure.
-      try { return decodeURIComponent(value) } catch { return value }
-    }
-  }
-  return undefined
-}
-
 function looksLikeMarketplaceToken (jwt: JWT, token: string): boolean {
   try {
     const decoded = jwt.decode<{ header: { typ?: string }, payload: { aud?: unknown } }>(token, { complete: true })
@@ -89,7 +76,9 @@ export default fp(
       authenticate (request: FastifyRequest): SessionUser {
         const auth = request.headers.authorization
         const bearer = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : undefined
-        const token = bearer || readCookie(request.headers.cookie, SESSION_COOKIE)
+        // @fastify/cookie (app.ts): the first `session` cookie, percent-decoded; one whose encoding is broken comes as
+        // sent, an invalid session rather than a failure.
+        const token = bearer || request.cookies[SESSION_COOKIE]
         if (!token) throw errors.missingUserSession()
         if (looksLikeMarketplaceToken(jwt, token)) throw errors.marketplaceTokenOnUserRoute()
         let claims: { sub?: unknown, org_ref_id?: unknown, entity_ref_ids?: unknown }
@@ -114,5 +103,5 @@ export default fp(
       }
     })
   },
-  { name: 'user-sessions', dependencies: ['config'] }
+  { name: 'user-sessions', dependencies: ['config', '@fastify/cookie'] }
 )
