@@ -147,6 +147,24 @@ t.test('a cached token expires on the app\'s clock, at exp exactly', async t => 
   t.equal(timed.counter.verified, 1, 'all from the cache: the signature was checked once')
 })
 
+t.test('verification reads the time from the app\'s clock alone', async t => {
+  // Its own instance: this test moves the clock, and the real time stays behind it.
+  const timed = await plugin()
+  t.teardown(() => timed.app.close())
+  const now = timed.clock.now()
+  const iat = Math.floor(now / 1000)
+  const ahead = forge({}, now + 5 * 60_000)
+  const notYet = forge({ nbf: iat + 120 }, now)
+  const fresh = timed.tokens.issue(subject, now)
+  t.equal(refusal(() => timed.tokens.verify(ahead)), INVALID, 'issued 5 minutes ahead of the clock')
+  t.equal(refusal(() => timed.tokens.verify(notYet)), INVALID, 'not before 2 minutes from now')
+  timed.clock.advance(5 * 60_000)
+  t.equal(refusal(() => timed.tokens.verify(ahead)), 'accepted', 'once the clock reaches its issue time')
+  t.equal(refusal(() => timed.tokens.verify(notYet)), 'accepted', 'once the clock passes nbf')
+  timed.clock.advance(3600_000)
+  t.equal(refusal(() => timed.tokens.verify(fresh)), EXPIRED, 'first seen after exp on the clock: expired')
+})
+
 t.test('a token that differs only before its last characters is not taken for a cached one', async t => {
   const token = tokens.issue(subject, Date.now())
   tokens.verify(token)
