@@ -39,6 +39,21 @@ export default [
     }
   },
   {
+    name: 'house/auth-below-apps-and-oauth',
+    files: ['plugins/domain/auth/**'],
+    rules: {
+      // Apps and OAuth build on the auth plugins (tokens, sessions, access state), and the MCP registry on the
+      // principal: the auth plugins reach them through their decorated services, and what they share lives in
+      // plugins/domain/shared/. Type-only imports count too.
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          group: ['**/apps', '**/apps/**', '**/oauth', '**/oauth/**', '**/mcp/registry', '**/mcp/registry.js'],
+          message: 'plugins/domain/auth/ imports neither apps, oauth nor the MCP registry: use plugins/domain/shared/.'
+        }]
+      }]
+    }
+  },
+  {
     name: 'house/line-length',
     rules: {
       // The plugin is the copy neostandard registers; package.json pins the same version.
