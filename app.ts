@@ -22,7 +22,8 @@ import installs from './plugins/domain/installs/index.js'
 import records from './plugins/domain/records/index.js'
 import oauth from './plugins/domain/oauth/index.js'
 import openapi from './plugins/infrastructure/openapi.js'
-import webhooks from './plugins/domain/webhooks/index.js'
+import webhooks, { webhookTools } from './plugins/domain/webhooks/index.js'
+import events from './plugins/domain/events/index.js'
 import mcp from './plugins/domain/mcp/index.js'
 import publicV1Routes from './routes/public/v1/index.js'
 import oauthRoutes from './routes/oauth/index.js'
@@ -129,6 +130,9 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(oauth)
   await app.register(records)
   await app.register(webhooks)
+  await app.register(webhookTools)
+  // After the plugins it writes through: the records' ingest and the webhooks' fan-out.
+  await app.register(events)
 
   await app.register(publicV1Routes, { prefix: '/public/v1' })
   await app.register(eventsRoutes)

@@ -24,7 +24,7 @@
  * the failure is delivered by its retry, 5 s ± 20 % later by the schedule, and is reported apart.
  *
  * Then `burst`: tenant C with 10 subscriptions to `/fast` and 10,000 events, 100,000 deliveries written in one
- * transaction with the service's own insertEvent (no ANALYZE after: statistics as stale as after a real burst);
+ * transaction with the service's own storeEvent (no ANALYZE after: statistics as stale as after a real burst);
  * a claim of 128 is timed on that backlog (in a transaction rolled back, five times); then one worker starts and
  * drains it for BENCH_SECONDS while B publishes as above: deliveries a second end to end, and B's latencies.
  *
@@ -40,7 +40,8 @@ import { dirname } from 'node:path'
 import pg from 'pg'
 import { buildApp, type AppInstance } from '../app.js'
 import { loadConfig } from '../plugins/infrastructure/config/index.js'
-import { createWebhookStore, insertEvent } from '../plugins/domain/webhooks/store.js'
+import { storeEvent } from '../plugins/domain/events/service.js'
+import { createDeliveryQueueStore, fanOut } from '../plugins/domain/webhooks/delivery-queue-store.js'
 import type { Installed } from '../test/support/helper.js'
 import { paidInvoice, TOPIC } from './fixtures.js'
 import {
@@ -267,9 +268,9 @@ async function burstPhase (b: Bench): Promise<PhaseResult & { claimMs: number[] 
     const q = queryable(client)
     await client.query('begin')
     for (let k = 0; k < 10_000; k++) {
-      const accepted = await insertEvent(q, {
+      const accepted = await storeEvent(q, {
         topic: TOPIC, org_ref_id: c.orgRefId, entity_ref_id: c.entityRefId, data: paidInvoice(++serial)
-      })
+      }, fanOut)
       if (accepted === 'conflict' || accepted.deliveries !== 10) throw new Error('burst: unexpected fan-out')
     }
     await client.query('commit')
@@ -278,7 +279,7 @@ async function burstPhase (b: Bench): Promise<PhaseResult & { claimMs: number[] 
   }
   process.stdout.write('done\n')
   // The claim on that backlog, as a worker takes it (the lock, then the statement), rolled back each time.
-  const store = createWebhookStore(b.app.db)
+  const store = createDeliveryQueueStore(b.app.db)
   const claimMs: number[] = []
   for (let n = 0; n < 5; n++) {
     const t0 = now()

@@ -40,7 +40,8 @@ import type { Static } from '@sinclair/typebox'
 import pg from 'pg'
 import { Agent, request } from 'undici'
 import { buildApp, type AppInstance } from '../app.js'
-import { insertEvent } from '../plugins/domain/webhooks/store.js'
+import { storeEvent } from '../plugins/domain/events/service.js'
+import { fanOut } from '../plugins/domain/webhooks/delivery-queue-store.js'
 import type { WorkerStatus } from '../plugins/domain/webhooks/worker.js'
 import type { EventBody } from '../schemas/events.js'
 import type { Installed } from '../test/support/helper.js'
@@ -257,7 +258,7 @@ async function publish (app: AppInstance, tenant: Installed, fanout: number): Pr
 }
 
 /**
- * Writes a whole backlog with the service's own `insertEvent` (what POST /events runs: the event, its fan-out and
+ * Writes a whole backlog with the service's own `storeEvent` (what POST /events runs: the event, its fan-out and
  * the wake-up notification), all in one transaction of a separate client, so that it becomes due at once, at
  * COMMIT. Returns the event ids, the seconds the writing took and the time just before COMMIT was sent.
  */
@@ -270,7 +271,7 @@ async function insertBacklog (databaseUrl: string, tenant: Installed, fanout: nu
     const ids: string[] = []
     await client.query('begin')
     for (let k = 0; k < events; k++) {
-      const accepted = await insertEvent(q, eventFor(tenant, ++serial))
+      const accepted = await storeEvent(q, eventFor(tenant, ++serial), fanOut)
       if (accepted === 'conflict') throw new Error('backlog: an event id was reused')
       const { id, deliveries } = accepted
       if (deliveries !== fanout) {
@@ -545,7 +546,7 @@ function printWorkload (r: WorkloadResult, concurrency: number): void {
   const recorded = `all recorded after ${fmt(r.recordedSeconds, 2)} s`
   if (r.backlog) {
     console.log(`  ${fmt(r.events)} events and ${fmt(r.events * r.subscriptions)} deliveries written with ` +
-      `insertEvent in ${fmt(r.writeSeconds, 2)} s, one transaction; delivered in ${fmt(r.deliverySeconds, 2)} s ` +
+      `storeEvent in ${fmt(r.writeSeconds, 2)} s, one transaction; delivered in ${fmt(r.deliverySeconds, 2)} s ` +
       `from the commit: ${fmt(r.deliveredPerS)} deliveries/s (${recorded})`)
   } else {
     console.log(`  published ${fmt(r.events)} events in ${fmt(r.publishSeconds, 2)} s ` +

@@ -8,7 +8,7 @@
  * NODE_ENV production, LOG_LEVEL info, its own process. The receiver is an HTTPS server in a process of its own that
  * answers 200 and counts deliveries by (subscription path, event id). For each worker count, the workers are started
  * and idle; then a backlog of BENCH_EVENTS events, each fanned out to BENCH_SUBSCRIPTIONS subscriptions of one
- * tenant, is written in one transaction with the service's own `insertEvent` (what POST /events runs), and the time
+ * tenant, is written in one transaction with the service's own `storeEvent` (what POST /events runs), and the time
  * from its COMMIT to the last delivery's arrival is the figure. Each worker claims from the same queue (`for update
  * skip locked`). CPU time of the workers, the receiver and Postgres is read from /proc.
  *
@@ -25,7 +25,8 @@
  * but none is expected here).
  */
 import pg from 'pg'
-import { insertEvent } from '../plugins/domain/webhooks/store.js'
+import { storeEvent } from '../plugins/domain/events/service.js'
+import { fanOut } from '../plugins/domain/webhooks/delivery-queue-store.js'
 import {
   fmt, machineBusy, machineCpu, nodeAndCpus, now, positiveInt, positiveInts, postgresCpuSeconds, queryable, printTable,
   runBench, stamp, summary, waitFor, type Cleanup
@@ -61,12 +62,12 @@ async function backlog (databaseUrl: string, tenant: { orgRefId: string, entityR
   try {
     await client.query('begin')
     for (let k = 0; k < EVENTS; k++) {
-      const accepted = await insertEvent(q, {
+      const accepted = await storeEvent(q, {
         topic: TOPIC,
         org_ref_id: tenant.orgRefId,
         entity_ref_id: tenant.entityRefId,
         data: { invoice_id: `inv_${serial}_${k}`, total: '1250.00', currency: 'INR' }
-      })
+      }, fanOut)
       if (accepted === 'conflict' || accepted.deliveries !== SUBSCRIPTIONS) {
         throw new Error(`backlog: the event went to ${accepted === 'conflict' ? 'a conflict' : accepted.deliveries}`)
       }

@@ -43,8 +43,8 @@ const events: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const body = request.body
     return reply.code(202).send(Array.isArray(body)
-      ? await app.webhooks.publishBatch(body)
-      : await app.webhooks.publish(body))
+      ? await app.events.publishBatch(body)
+      : await app.events.publish(body))
   })
 }
 

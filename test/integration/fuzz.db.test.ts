@@ -757,7 +757,7 @@ const FINDINGS: Array<{ finding: string, request: FuzzRequest }> = [
     }
   },
   {
-    // plugins/domain/webhooks/store.ts insertEvent: JSON.stringify of `data` overflows the stack (RangeError) → 500.
+    // plugins/domain/events/store.ts newEvents: JSON.stringify of `data` overflows the stack (RangeError) → 500.
     finding: 'POST /events with data nested 5,000 deep is a 500 (expected 400 validation_error, or 202)',
     request: {
       op: 'finding',

@@ -12,7 +12,7 @@ declare module 'fastify' {
     records: {
       /** One service per aggregate, called by the REST routes and the MCP tools alike. */
       services: Record<RecordKindName, RecordService>
-      /** What accepting events does for the read side (used by the webhooks' publish). */
+      /** What accepting events does for the read side (used by the events' publish, plugins/domain/events). */
       ingest: RecordIngest
     }
   }
@@ -30,5 +30,5 @@ export default fp(async (app) => {
   const services = Object.fromEntries(kinds.map(k => [k.name, createRecordService(k, stores[k.name], cursors)])) as
     Record<RecordKindName, RecordService>
   app.decorate('records', { services, ingest: createRecordIngest(stores) })
-  if (app.hasDecorator('mcp')) for (const s of Object.values(services)) addRecordTools(app.mcp, s)
-}, { name: 'records', dependencies: ['db'] })
+  for (const s of Object.values(services)) addRecordTools(app.mcp, s)
+}, { name: 'records', dependencies: ['db', 'mcp'] })

@@ -1,8 +1,9 @@
 import fp from 'fastify-plugin'
 import { cursorCodec } from '../../../lib/cursor.js'
+import { createDeliveryQueueStore, type DeliveryQueueStore } from './delivery-queue-store.js'
 import { createWebhookService, type WebhookService } from './service.js'
 import { registerQueueGauges } from './queue-metrics.js'
-import { createWebhookStore } from './store.js'
+import { createSubscriptionStore } from './subscription-store.js'
 import { addWebhookTools } from './tools.js'
 import { DeliveryWorker, type WorkerStatus } from './worker.js'
 
@@ -11,42 +12,51 @@ declare module 'fastify' {
     webhooks: WebhookService & {
       /** The delivery worker of this process; null when it runs none (WEBHOOK_WORKER=false). */
       workerStatus(): WorkerStatus | null
+      /** What accepting events does for the deliveries, in the events' transaction (plugins/domain/events). */
+      fanOut: DeliveryQueueStore['fanOut']
     }
   }
 }
 
 /**
- * Webhooks: subscriptions, event ingestion, the durable queue and its delivery worker. The store and the worker
- * are reached by closure only; the rest of the service sees `app.webhooks` and the MCP tools it adds.
+ * Webhooks: subscriptions, the durable queue and its delivery worker. The stores and the worker are reached by
+ * closure only; the rest of the service sees `app.webhooks` (and the events' publish its fan-out).
  */
 export default fp(async (app) => {
-  const store = createWebhookStore(app.db)
-  const service = createWebhookService(store, {
+  const subscriptions = createSubscriptionStore(app.db)
+  const queue = createDeliveryQueueStore(app.db)
+  const service = createWebhookService({ db: app.db, subscriptions, queue }, {
     cursors: cursorCodec(app.config.tokenSigningKey),
     secretKey: app.config.webhookSecretKey,
     allowPrivateTargets: app.config.webhookAllowPrivateTargets,
     replayLimit: app.config.webhookReplayLimit,
-    development: app.config.nodeEnv !== 'production',
-    // The separate worker process (buildWorker) takes no events, so it has no read side.
-    records: app.hasDecorator('records') ? app.records.ingest : undefined
+    development: app.config.nodeEnv !== 'production'
   })
   const metrics = app.hasDecorator('metrics') ? app.metrics : undefined
   const worker = app.config.webhookWorker
-    ? new DeliveryWorker(store, app.db, app.config, app.log, { observe: metrics?.deliveryAttempt, clock: app.clock })
+    ? new DeliveryWorker({ queue, subscriptions }, app.db, app.config, app.log, {
+      observe: metrics?.deliveryAttempt, clock: app.clock
+    })
     : null
   if (metrics) {
-    registerQueueGauges(metrics, store, {
+    registerQueueGauges(metrics, queue, {
       perSubscription: app.config.webhookSubscriptionMaxInFlight,
       perTenant: app.config.webhookTenantMaxInFlight
     })
   }
-  app.decorate('webhooks', { ...service, workerStatus: () => worker?.snapshot() ?? null })
+  app.decorate('webhooks', { ...service, workerStatus: () => worker?.snapshot() ?? null, fanOut: queue.fanOut })
   if (worker) {
     app.addHook('onReady', async () => { await worker.start() })
     // After the listener has stopped and requests in flight have finished (plugins/infrastructure/lifecycle.ts),
     // before the database.
     app.addHook('onClose', async () => { await worker.stop() })
   }
-  // The separate worker process (buildWorker) has no MCP endpoint.
-  if (app.hasDecorator('mcp')) addWebhookTools(app.mcp, app.webhooks)
 }, { name: 'webhooks', dependencies: ['db', 'config'] })
+
+/**
+ * The webhook tools and resources of the MCP endpoint: a plugin apart, so that the separate worker process (which
+ * has no MCP endpoint) builds without them, and the API's fails to start when the MCP registry is missing.
+ */
+export const webhookTools = fp(async (app) => {
+  addWebhookTools(app.mcp, app.webhooks)
+}, { name: 'webhook-tools', dependencies: ['mcp', 'webhooks'] })

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import type { Caps, WebhookStore } from './store.js'
+import type { Caps, DeliveryQueueStore } from './delivery-queue-store.js'
 
 /** Tenants named by the per-tenant gauges: the largest backlogs and the most attempts in flight, TOP of each. */
 const TOP = 10
@@ -11,7 +11,11 @@ const FRESH_MS = 1_000
  * in bounded series: counts and maxima over all subscriptions, and per-tenant series only for the top ten tenants by
  * backlog and by attempts in flight (never one series per subscription).
  */
-export function registerQueueGauges (metrics: FastifyInstance['metrics'], store: WebhookStore, caps: Caps): void {
+export function registerQueueGauges (
+  metrics: FastifyInstance['metrics'],
+  store: Pick<DeliveryQueueStore, 'backlog' | 'queueBySubscription'>,
+  caps: Caps
+): void {
   const cached = <T>(read: () => Promise<T>) => {
     let last: { at: number, value: Promise<T> } | undefined
     return () => {

@@ -2,7 +2,6 @@ import type { Static } from '@sinclair/typebox'
 import type { CursorCodec, CursorScope } from '../../../lib/cursor.js'
 import { randomToken } from '../../../lib/crypto.js'
 import { TEST_TOPIC, topicKind } from '../../../lib/topics.js'
-import type { EventAccepted, EventBody } from '../../../schemas/events.js'
 import type {
   AttemptLog,
   CreateSubscriptionBody,
@@ -12,10 +11,12 @@ import type {
   SubscriptionListing
 } from '../../../schemas/webhooks.js'
 import type { Principal } from '../auth/access-state.js'
-import type { RecordIngest } from '../records/ingest.js'
+import type { Db } from '../../infrastructure/db/types.js'
 import { errors } from '../../infrastructure/errors.js'
+import { newEvent } from '../events/store.js'
+import type { AttemptLogEntry, DeliveryQueueStore } from './delivery-queue-store.js'
 import { encryptSecret, newSigningSecret } from './signing.js'
-import type { AttemptLogEntry, Subscription, WebhookStore } from './store.js'
+import type { Subscription, SubscriptionStore } from './subscription-store.js'
 import { checkTargetUrl } from './target-guard.js'
 
 export const MAX_ACTIVE_PER_INSTALL = 50
@@ -75,8 +76,6 @@ interface ServiceOptions {
   replayLimit: number
   /** Outside production a refused local target says how to allow it. */
   development: boolean
-  /** The read side: records are checked before an event is stored and kept in its transaction (domain/records). */
-  records?: RecordIngest | undefined
 }
 
 const LOCAL_HINT = ' For local development, start the service with WEBHOOK_ALLOW_PRIVATE_TARGETS=true (and ' +
@@ -86,9 +85,12 @@ const LOCAL_HINT = ' For local development, start the service with WEBHOOK_ALLOW
  * What the REST routes and the MCP tools both call. Every method that acts for an install takes its principal and
  * sees only that install's subscriptions: anyone else's answers as if it did not exist. Answers are the wire shapes.
  */
-export function createWebhookService (store: WebhookStore, opts: ServiceOptions) {
+export function createWebhookService (
+  { db, subscriptions, queue }: { db: Db, subscriptions: SubscriptionStore, queue: DeliveryQueueStore },
+  opts: ServiceOptions
+) {
   async function owned (p: Principal, subscriptionId: string): Promise<Subscription> {
-    const s = await store.findSubscription(p.installId, subscriptionId)
+    const s = await subscriptions.find(p.installId, subscriptionId)
     if (!s) throw errors.subscriptionNotFound()
     return s
   }
@@ -98,18 +100,6 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     const s = await owned(p, subscriptionId)
     if (!s.isActive) throw errors.subscriptionInactive()
     return s
-  }
-
-  /** Checks the topics and records, then stores the events with their records in one transaction. */
-  async function accept (events: Array<Static<typeof EventBody>>, batch: boolean) {
-    checkTopics(events)
-    const records = opts.records
-    records?.check(events, batch)
-    const accepted = records
-      ? await store.insertEvents(events, q => records.write(q, events))
-      : await store.insertEvents(events)
-    if (accepted === 'conflict') throw errors.eventConflict()
-    return accepted
   }
 
   return {
@@ -127,7 +117,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
 
       const id = randomToken('whs_', 12)
       const secret = newSigningSecret()
-      const s = await store.insertSubscription(
+      const s = await subscriptions.insert(
         {
           id,
           installId: p.installId,
@@ -150,13 +140,21 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     },
 
     async list (p: Principal, includeInactive: boolean): Promise<Static<typeof SubscriptionListing>> {
-      const subs = await store.listSubscriptions(p.installId, includeInactive)
+      const subs = await subscriptions.list(p.installId, includeInactive)
       return { subscriptions: subs.map(s => listItemView(s, includeInactive)) }
     },
 
-    /** Soft delete; `modified` is 0 when there was nothing (active and yours) to delete. */
+    /**
+     * Soft delete, with what the subscription still had pending cancelled in the same transaction; `modified` is 0
+     * when there was nothing (active and yours) to delete.
+     */
     async remove (p: Principal, subscriptionId: string): Promise<Static<typeof DeleteResult>> {
-      return { ok: true, modified: (await store.deleteSubscription(p.installId, subscriptionId)) ? 1 : 0 }
+      const removed = await db.tx(async q => {
+        if (!(await subscriptions.remove(q, p.installId, subscriptionId))) return false
+        await queue.cancelPending(q, [subscriptionId])
+        return true
+      })
+      return { ok: true, modified: removed ? 1 : 0 }
     },
 
     /** The subscription's attempts, newest first, a page at a time. */
@@ -171,7 +169,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
         before = { at: new Date(at[0]), id: at[1] }
       }
       const s = await owned(p, subscriptionId)
-      const page = await store.attempts(s.id, limit + 1, before)
+      const page = await queue.attempts(s.id, limit + 1, before)
       const shown = page.slice(0, limit)
       const last = shown.at(-1)
       return {
@@ -190,7 +188,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
       const s = await owned(p, subscriptionId)
       const secret = newSigningSecret()
       const overlapS = Math.round(overlapHours * 3600)
-      const rotated = await store.rotateSecret(s.id, encryptSecret(opts.secretKey, s.id, secret), overlapS)
+      const rotated = await subscriptions.rotateSecret(s.id, encryptSecret(opts.secretKey, s.id, secret), overlapS)
       if (!rotated) throw errors.subscriptionInactive()
       return {
         id: s.id,
@@ -202,8 +200,13 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     /** A signed `webhook.test` event to this subscription only, through the queue; its delivery shows in the log. */
     async sendTest (p: Principal, subscriptionId: string) {
       const s = await active(p, subscriptionId)
-      const sent = await store.insertTestEvent({ id: s.id, orgRefId: p.orgRefId, entityRefId: p.entityRefId },
-        TEST_TOPIC, { subscription_id: s.id, message: 'A test delivery, sent on request.' })
+      const event = newEvent({
+        topic: TEST_TOPIC,
+        orgRefId: p.orgRefId,
+        entityRefId: p.entityRefId,
+        data: { subscription_id: s.id, message: 'A test delivery, sent on request.' }
+      })
+      const sent = await queue.enqueueTest(event, s.id)
       return { event_id: sent.eventId, delivery_id: sent.deliveryId, status: 'pending' as const }
     },
 
@@ -224,7 +227,7 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
         throw errors.validation([{ location: 'body', path: '/since', message: 'must be before until' }])
       }
       const status = r.status ?? 'failed'
-      const replayed = await store.replay(s.id, {
+      const replayed = await queue.replay(s.id, {
         since,
         until,
         statuses: status === 'failed' ? ['failed'] : ['succeeded', 'failed', 'cancelled'],
@@ -241,31 +244,10 @@ export function createWebhookService (store: WebhookStore, opts: ServiceOptions)
     /** Makes one of the subscription's deliveries due now, whatever its state. */
     async retry (p: Principal, subscriptionId: string, deliveryId: string): Promise<Static<typeof RetryAccepted>> {
       const s = await active(p, subscriptionId)
-      if (!(await store.retryNow(s.id, deliveryId))) throw errors.deliveryNotFound()
+      if (!(await queue.retryNow(s.id, deliveryId))) throw errors.deliveryNotFound()
       return { delivery_id: deliveryId, status: 'pending' }
-    },
-
-    /**
-     * Stores an event and its deliveries durably before answering, idempotent on the producer's id, and keeps the
-     * record it carries in the same transaction. Planned topics are refused: nothing would ever deliver them.
-     */
-    async publish (event: Static<typeof EventBody>): Promise<Static<typeof EventAccepted>> {
-      return (await accept([event], false))[0]!
-    },
-
-    /** A batch is one transaction: every event is stored, or none (a bad topic, record or conflict refuses all). */
-    async publishBatch (events: Array<Static<typeof EventBody>>): Promise<Array<Static<typeof EventAccepted>>> {
-      return accept(events, true)
     }
   }
-}
-
-/** Every unknown topic is named at once; then the first planned one. */
-function checkTopics (events: Array<Static<typeof EventBody>>): void {
-  const unknown = [...new Set(events.map(e => e.topic).filter(topic => topicKind(topic) === 'unknown'))]
-  if (unknown.length > 0) throw errors.unknownTopic(unknown)
-  const planned = events.find(e => topicKind(e.topic) === 'planned')
-  if (planned) throw errors.topicNotEmitted(planned.topic)
 }
 
 export type WebhookService = ReturnType<typeof createWebhookService>

@@ -12,9 +12,10 @@ import {
   type Caps,
   type ClaimedDelivery,
   type CounterUpdate,
-  type DisabledReason,
-  type WebhookStore
-} from './store.js'
+  type DeliveryQueueStore,
+  type Streak
+} from './delivery-queue-store.js'
+import type { DisabledReason, SubscriptionStore } from './subscription-store.js'
 
 /** The poll that backs up notifications, and picks up retries as they fall due. */
 const POLL_MS = 1_000
@@ -94,7 +95,7 @@ export function counterUpdates (results: AttemptResult[]): CounterUpdate[] {
  * (`maxFailures`) and old enough (`maxHours` before `now`).
  */
 export function crossedThresholds (
-  rows: Array<{ id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }>,
+  rows: Streak[],
   updates: CounterUpdate[],
   maxFailures: number,
   maxHours: number,
@@ -120,16 +121,22 @@ export interface WorkerOptions {
   /** Told of every attempt's outcome and duration (metrics). */
   observe?: (outcome: AttemptOutcome, seconds: number) => void
   /**
-   * Where the worker reads the time of its decisions: when an attempt happened, when its retry falls due, how old
-   * a failing streak is (`app.clock`). Waiting (the poll, the drain on stop) is in real time whatever the clock, and
-   * the queue compares due times with the database's clock: a hand-moved clock changes what is recorded, not when
-   * a claim finds a retry due.
+   * Where the worker reads the time of its decisions (when an attempt happened, when its retry falls due, how old
+   * a failing streak is) and where it waits (the poll, the reaper, the drain on stop): `app.clock`. The queue
+   * compares due times with the database's clock: a hand-moved clock changes what is recorded and when the worker
+   * looks again, not when a claim finds a retry due.
    */
   clock?: Clock
   /** Sends the attempts: HTTPS through the target guard by default. */
   sender?: AttemptSender
   /** The retries' jitter (Math.random by default). */
   random?: () => number
+}
+
+/** What the worker reads and writes: the queue, and the subscriptions it disables. */
+export interface WorkerStores {
+  queue: Pick<DeliveryQueueStore, 'claim' | 'record' | 'cancel' | 'cancelPending' | 'reap'>
+  subscriptions: Pick<SubscriptionStore, 'disable'>
 }
 
 /**
@@ -164,12 +171,13 @@ export class DeliveryWorker {
   private loopDone: Promise<void> | undefined
   /** When stop() gives up on attempts still in flight. */
   private drainUntil = Infinity
-  private reaper: NodeJS.Timeout | undefined
+  /** Cancels the reaper's next run. */
+  private stopReaper: (() => void) | undefined
   /** Since when the database has been failing the worker: one log line when it starts, one when it ends. */
   private outageSince: number | undefined
 
   constructor (
-    private readonly store: WebhookStore,
+    private readonly stores: WorkerStores,
     private readonly db: Db,
     private readonly config: Config,
     private readonly log: FastifyBaseLogger,
@@ -196,28 +204,28 @@ export class DeliveryWorker {
     this.status.running = true
     await this.db.listen(WAKEUP_CHANNEL, () => this.signal())
     this.loopDone = this.loop()
-    this.reaper = setInterval(
-      () => {
-        this.store.reap().then(
-          n => {
-            if (n === 0) return
-            this.log.warn({ released: n }, 'released deliveries whose worker lease expired')
-            this.signal()
-          },
-          err => this.failed(err, 'releasing expired leases')
-        )
-      },
-      Math.max(1_000, this.config.webhookLeaseSeconds * 500)
-    )
-    this.reaper.unref()
+    const every = Math.max(1_000, this.config.webhookLeaseSeconds * 500)
+    // Rearmed as it fires, as an interval is; in the background: it alone does not keep the process alive.
+    const reap = (): void => {
+      this.stopReaper = this.clock.timer(every, reap, { background: true })
+      this.stores.queue.reap().then(
+        n => {
+          if (n === 0) return
+          this.log.warn({ released: n }, 'released deliveries whose worker lease expired')
+          this.signal()
+        },
+        err => this.failed(err, 'releasing expired leases')
+      )
+    }
+    this.stopReaper = this.clock.timer(every, reap, { background: true })
   }
 
   /** Stops claiming, lets attempts in flight finish (bounded), records them, and closes the client. */
   async stop (): Promise<void> {
     if (!this.status.running) return
     this.status.running = false
-    this.drainUntil = Date.now() + this.config.webhookAttemptTimeoutSeconds * 1000 + DRAIN_MARGIN_MS
-    clearInterval(this.reaper)
+    this.drainUntil = this.clock.now() + this.config.webhookAttemptTimeoutSeconds * 1000 + DRAIN_MARGIN_MS
+    this.stopReaper?.()
     this.signal()
     await this.loopDone
     await this.sender.close()
@@ -229,7 +237,7 @@ export class DeliveryWorker {
    */
   private failed (err: unknown, doing: string): void {
     if (this.outageSince !== undefined) return
-    this.outageSince = Date.now()
+    this.outageSince = this.clock.now()
     const message = `webhook worker: ${doing} failed; retrying every second until it succeeds`
     // The database being away is an outage the database plugin reports too: a warning, its message only. Anything
     // else is a fault of ours: an error, with its stack, once.
@@ -239,7 +247,8 @@ export class DeliveryWorker {
 
   private recovered (): void {
     if (this.outageSince === undefined) return
-    this.log.warn({ seconds: Math.round((Date.now() - this.outageSince) / 1000) }, 'webhook worker: working again')
+    const seconds = Math.round((this.clock.now() - this.outageSince) / 1000)
+    this.log.warn({ seconds }, 'webhook worker: working again')
     this.outageSince = undefined
   }
 
@@ -250,11 +259,12 @@ export class DeliveryWorker {
     wake?.()
   }
 
+  /** Waits `ms` on the worker's clock, or until signalled. */
   private async sleep (ms: number): Promise<void> {
     await new Promise<void>(resolve => {
-      const timer = setTimeout(resolve, ms)
+      const cancel = this.clock.timer(ms, resolve)
       this.wake = () => {
-        clearTimeout(timer)
+        cancel()
         resolve()
       }
     })
@@ -267,7 +277,8 @@ export class DeliveryWorker {
       if (this.status.inFlight > 0) await new Promise(resolve => setImmediate(resolve))
       this.woken = false
       const claiming = this.status.running
-      if (!claiming && this.pending.length === 0 && (this.status.inFlight === 0 || Date.now() >= this.drainUntil)) {
+      const drained = this.status.inFlight === 0 || this.clock.now() >= this.drainUntil
+      if (!claiming && this.pending.length === 0 && drained) {
         return
       }
       const batch = this.pending.splice(0, RECORD_BATCH)
@@ -281,7 +292,7 @@ export class DeliveryWorker {
         try {
           claimed = await this.db.tx(async q => {
             await this.record(q, batch)
-            return limit > 0 ? this.store.claim(q, this.status.id, limit, lease, this.caps) : []
+            return limit > 0 ? this.stores.queue.claim(q, this.status.id, limit, lease, this.caps) : []
           })
           this.status.recorded += batch.length
           this.status.claimed += claimed.length
@@ -297,13 +308,13 @@ export class DeliveryWorker {
       // Not awaited: attempts run side by side; each queues its result, never rejects, and signals the loop.
       for (const delivery of claimed) this.attempt(delivery).catch(err => this.failed(err, 'a delivery attempt'))
       if (!ok) {
-        if (!claiming && Date.now() >= this.drainUntil) return
+        if (!claiming && this.clock.now() >= this.drainUntil) return
         await this.sleep(POLL_MS)
         continue
       }
       if (this.woken || this.pending.length > 0 || (limit > 0 && claimed.length === limit)) continue
       if (!claiming) {
-        await this.sleep(Math.max(0, Math.min(POLL_MS, this.drainUntil - Date.now())))
+        await this.sleep(Math.max(0, Math.min(POLL_MS, this.drainUntil - this.clock.now())))
         continue
       }
       await this.sleep(POLL_MS)
@@ -314,7 +325,7 @@ export class DeliveryWorker {
     this.status.inFlight++
     try {
       if (!d.deliverable) {
-        await this.store.cancel([d.id])
+        await this.stores.queue.cancel([d.id])
         return
       }
       const attempt = d.attempts + 1
@@ -397,10 +408,13 @@ export class DeliveryWorker {
     if (batch.length === 0) return
     const { webhookDisableAfterFailures: maxFailures, webhookDisableAfterHours: maxHours } = this.config
     const updates = counterUpdates(batch)
-    const rows = await this.store.record(q, batch, updates)
+    const rows = await this.stores.queue.record(q, batch, updates)
     const crossed = crossedThresholds(rows, updates, maxFailures, maxHours, this.clock.now())
     for (const reason of ['gone', 'consecutive_failures'] as const) {
-      await this.store.disable(q, crossed.filter(c => c.reason === reason).map(c => c.id), reason)
+      const ids = crossed.filter(c => c.reason === reason).map(c => c.id)
+      if (ids.length === 0) continue
+      await this.stores.subscriptions.disable(q, ids, reason)
+      await this.stores.queue.cancelPending(q, ids)
     }
     if (crossed.length > 0) this.log.warn({ disabled: crossed }, 'webhook subscriptions disabled')
   }

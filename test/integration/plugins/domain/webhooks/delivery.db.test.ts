@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto'
 import t from 'tap'
 import type { AppInstance } from '../../../../../app.js'
 import { serviceSignature } from '../../../../../plugins/domain/webhooks/signing.js'
-import { WAKEUP_CHANNEL } from '../../../../../plugins/domain/webhooks/store.js'
+import { WAKEUP_CHANNEL } from '../../../../../plugins/domain/webhooks/delivery-queue-store.js'
 import {
   bearer, build, eventually, freshDatabase, install, TEST_DATABASE_URL, type Installed
 } from '../../../../support/helper.js'

@@ -3,7 +3,9 @@
 // checked is which deliveries each claim takes: the caps per subscription and per tenant, across workers, round
 // robin across tenants and subscriptions, and that a backlog never hides anyone else's due delivery.
 import t, { type Test } from 'tap'
-import { createWebhookStore, type Caps, type ClaimedDelivery } from '../../../../../plugins/domain/webhooks/store.js'
+import {
+  createDeliveryQueueStore, type Caps, type ClaimedDelivery
+} from '../../../../../plugins/domain/webhooks/delivery-queue-store.js'
 import { counterUpdates } from '../../../../../plugins/domain/webhooks/worker.js'
 import { build, install, type Installed } from '../../../../support/helper.js'
 import { invoice, nth } from '../../../../support/records.js'
@@ -11,7 +13,7 @@ import { publishRaw, receiverEnv, subscribe } from '../../../../support/webhooks
 import { selfSigned } from '../../../../support/receiver.js'
 
 const app = await build(t, receiverEnv(selfSigned().caFile, { WEBHOOK_WORKER: 'false' }))
-const store = createWebhookStore(app.db)
+const store = createDeliveryQueueStore(app.db)
 const LEASE_S = 60
 
 interface Tenant { install: Installed, subscriptions: string[] }

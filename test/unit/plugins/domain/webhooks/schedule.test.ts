@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { loadConfig } from '../../../../../plugins/infrastructure/config/index.js'
-import type { AttemptResult } from '../../../../../plugins/domain/webhooks/store.js'
+import type { AttemptResult } from '../../../../../plugins/domain/webhooks/delivery-queue-store.js'
 import { counterUpdates, crossedThresholds, nextAttemptAt } from '../../../../../plugins/domain/webhooks/worker.js'
 
 const NOW = Date.parse('2026-03-01T12:00:00Z')

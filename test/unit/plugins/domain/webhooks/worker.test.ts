@@ -1,5 +1,6 @@
 // The delivery worker's decisions, driven by hand: a store that answers claims from a script, a sender whose answers
-// the test gives, a clock the test moves. No database, no HTTP, no real wait beyond a few event-loop turns.
+// the test gives, a clock the test moves (the worker's waits too: its poll, its reaper, the drain on stop). No
+// database, no HTTP, no real wait beyond a few event-loop turns.
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -10,9 +11,12 @@ import type { Attempt, Outcome } from '../../../../../plugins/domain/webhooks/se
 import { encryptSecret } from '../../../../../plugins/domain/webhooks/signing.js'
 import { DatabaseUnavailableError, type Db } from '../../../../../plugins/infrastructure/db/index.js'
 import type {
-  AttemptResult, Caps, ClaimedDelivery, CounterUpdate, DisabledReason, WebhookStore
-} from '../../../../../plugins/domain/webhooks/store.js'
-import { DeliveryWorker, type AttemptOutcome } from '../../../../../plugins/domain/webhooks/worker.js'
+  AttemptResult, Caps, ClaimedDelivery, CounterUpdate
+} from '../../../../../plugins/domain/webhooks/delivery-queue-store.js'
+import type { DisabledReason } from '../../../../../plugins/domain/webhooks/subscription-store.js'
+import {
+  DeliveryWorker, type AttemptOutcome, type WorkerStores
+} from '../../../../../plugins/domain/webhooks/worker.js'
 import { ManualClock } from '../../../../support/clock.js'
 
 const baseConfig = loadConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'mg-worker-')), LOG_LEVEL: 'silent' })
@@ -20,8 +24,11 @@ const configWith = (c: Partial<Config>): Config => ({ ...baseConfig, ...c })
 
 type Row = { id: string, consecutive_failures: number, failing_since: Date | null, is_active: boolean }
 
+/** The worker's poll (POLL_MS in worker.ts). */
+const POLL_MS = 1_000
+
 /**
- * A store whose claims answer what the test queued, and which keeps counters as the SQL of record() does.
+ * The worker's stores in one: claims answer what the test queued, and record() keeps counters as its SQL does.
  * `log` is the order of what happened, transaction by transaction: `record <ids>`, `claim <limit>`, `commit`.
  */
 class FakeStore {
@@ -68,8 +75,19 @@ class FakeStore {
     for (const id of ids) this.rows.get(id)!.is_active = false
   }
 
+  /** Subscriptions whose pending deliveries were cancelled (they were disabled). */
+  pendingCancelled: string[] = []
+  async cancelPending (_q: unknown, subscriptionIds: string[]) { this.pendingCancelled.push(...subscriptionIds) }
+
   async cancel (ids: string[]) { this.cancelled.push(...ids) }
-  async reap () { return 0 }
+
+  /** Runs of the reaper, and how many leases the next ones release (none unless the test says). */
+  reaps = 0
+  releases: number[] = []
+  async reap () {
+    this.reaps++
+    return this.releases.shift() ?? 0
+  }
 }
 
 /** A sender whose every attempt waits until the test answers it. */
@@ -117,6 +135,19 @@ async function until (cond: () => boolean, what: string) {
   throw new Error(`never happened: ${what}`)
 }
 
+const turns = async (n: number) => { for (let k = 0; k < n; k++) await new Promise(resolve => setImmediate(resolve)) }
+
+/** Waits for `done` while the clock moves a poll at every turn of the event loop: what the worker waits for passes. */
+async function whilePolling<T> (clock: ManualClock, done: Promise<T>, what: string): Promise<T> {
+  let settled = false
+  const result = done.finally(() => { settled = true })
+  await until(() => {
+    if (!settled) clock.advance(POLL_MS)
+    return settled
+  }, what)
+  return result
+}
+
 function setup (t: Test, config: Partial<Config> = {}) {
   const store = new FakeStore()
   const sender = new FakeSender()
@@ -138,12 +169,13 @@ function setup (t: Test, config: Partial<Config> = {}) {
   } as unknown as Db
   const cfg = configWith({ webhookConcurrency: 4, ...config })
   const { lines, log } = logger()
-  const worker = new DeliveryWorker(store as unknown as WebhookStore, db, cfg, log, {
+  const stores = { queue: store, subscriptions: store } as unknown as WorkerStores
+  const worker = new DeliveryWorker(stores, db, cfg, log, {
     observe: o => observed.push(o), clock, sender, random: () => 0.5
   })
   t.teardown(async () => {
     for (const s of sender.sent) s.answer({ status: 200 })
-    await worker.stop()
+    await whilePolling(clock, worker.stop(), 'the worker to stop')
   })
   const delivery = (id: string, sub: string, more: Partial<ClaimedDelivery> = {}): ClaimedDelivery => ({
     id,
@@ -163,7 +195,7 @@ function setup (t: Test, config: Partial<Config> = {}) {
 }
 
 t.test('a slot stays taken until its attempt is recorded, and the record goes with the next claim', async t => {
-  const { store, sender, worker, delivery, wake } = setup(t)
+  const { store, sender, clock, worker, delivery, wake } = setup(t)
   store.queue.push([delivery('d1', 'A'), delivery('d2', 'B')])
   await worker.start()
   await until(() => sender.sent.length === 2, 'both attempts')
@@ -185,9 +217,9 @@ t.test('a slot stays taken until its attempt is recorded, and the record goes wi
   sender.sent[1]!.answer({ status: 200 })
   await until(() => store.failures.length === 0, 'the failed cycle')
   t.match(worker.snapshot(), { inFlight: 0, unrecorded: 1, recorded: 1 }, 'the result waits, its slot still taken')
-  // After a failure the worker waits for the poll or a signal: the test signals at every turn instead of waiting.
+  // After a failure the worker waits for the poll (or a signal): the clock moves a poll at every turn.
   await until(() => {
-    wake()
+    clock.advance(POLL_MS)
     return store.recorded.length === 2 && store.log.at(-1) === 'commit'
   }, 'the second result recorded once the database answers')
   t.same(store.log.slice(-3), ['record d2', 'claim 4', 'commit'])
@@ -214,7 +246,7 @@ t.test('never more attempts sent and unrecorded than slots, whatever the order o
 })
 
 t.test('an idle worker claims again only when woken: an answer, a notification or the poll', async t => {
-  const { store, sender, worker, delivery, wake } = setup(t)
+  const { store, sender, clock, worker, delivery, wake } = setup(t)
   store.queue.push([delivery('d1', 'A')])
   await worker.start()
   await until(() => sender.sent.length === 1, 'the attempt')
@@ -225,16 +257,25 @@ t.test('an idle worker claims again only when woken: an answer, a notification o
   sender.sent[0]!.answer({ status: 200 })
   await until(() => store.claims.length === 3, 'the claim after the answer')
   t.same(store.claims.map(c => c.limit), [4, 3, 4])
+
+  // Idle again: the worker waits for its poll (beside its reaper), a second on its clock.
+  await until(() => clock.waiting === 2, 'the worker to wait for its poll')
+  clock.advance(POLL_MS - 1)
+  await turns(50)
+  t.equal(store.claims.length, 3, 'not a millisecond before the poll')
+  clock.advance(1)
+  await until(() => store.claims.length === 4, 'the claim the poll makes')
+  t.same(store.claims.map(c => c.limit), [4, 3, 4, 4])
 })
 
 t.test('a database outage is logged once when it starts and once when it ends, without a stack', async t => {
-  const { store, worker, lines, wake } = setup(t)
+  const { store, clock, worker, lines } = setup(t)
   const outage = () => new DatabaseUnavailableError('refused', { cause: new Error('connect ECONNREFUSED') })
   store.failures.push(outage(), outage(), outage(), outage(), outage())
   await worker.start()
-  // After a failure the worker waits for the poll or a signal: the test signals at every turn instead of waiting.
+  // After a failure the worker tries again at its poll: the clock moves a poll at every turn.
   await until(() => {
-    wake()
+    clock.advance(POLL_MS)
     return lines.some(l => l.msg.includes('working again'))
   }, 'five failed cycles, then one that succeeds')
   t.equal(store.failures.length, 0, 'all five failures met')
@@ -317,6 +358,7 @@ t.test('disabling: a long streak only once it is old enough on the worker\'s clo
   await fail('G', 0, 410)
   t.same(store.disabled.at(-1), { ids: ['G'], reason: 'gone' }, 'a 410 disables at once')
   t.equal(store.disabled.length, 2)
+  t.same(store.pendingCancelled, ['S', 'G'], 'what a disabled subscription had pending is cancelled with it')
 })
 
 t.test('an undeliverable claim is cancelled, never sent; a sender that throws is an internal failure', async t => {
@@ -348,7 +390,7 @@ t.test('during a rotation\'s overlap both secrets sign', async t => {
 })
 
 t.test('stop lets the attempt in flight finish, records it, then closes the sender', async t => {
-  const { store, sender, worker, delivery } = setup(t)
+  const { store, sender, clock, worker, delivery } = setup(t)
   store.queue.push([delivery('d1', 'A')])
   await worker.start()
   await until(() => sender.sent.length === 1, 'the attempt')
@@ -360,9 +402,47 @@ t.test('stop lets the attempt in flight finish, records it, then closes the send
   t.equal(sender.closed, false, 'and keeps the sender open')
   const claims = store.claims.length
   sender.sent[0]!.answer({ status: 200 })
-  await stopping
+  await whilePolling(clock, stopping, 'the worker to stop')
   t.match(store.recorded, [{ deliveryId: 'd1', succeeded: true }], 'the attempt was recorded')
   t.equal(sender.closed, true, 'then the sender is closed')
   t.equal(store.claims.length, claims, 'and nothing more was claimed')
   t.match(worker.snapshot(), { running: false, inFlight: 0, attempted: 1, recorded: 1 })
+})
+
+t.test('stop gives up on an attempt that does not end once the drain time has passed on the clock', async t => {
+  const { store, sender, clock, worker, delivery, cfg } = setup(t)
+  store.queue.push([delivery('d1', 'A')])
+  await worker.start()
+  await until(() => sender.sent.length === 1, 'the attempt')
+  let stopped = false
+  const stopping = worker.stop().then(() => { stopped = true })
+  // The attempt's own time-out, and a margin to record it (DRAIN_MARGIN_MS in worker.ts).
+  const drainMs = cfg.webhookAttemptTimeoutSeconds * 1000 + 2_000
+  await until(() => !worker.snapshot().running, 'the worker to stop claiming')
+  await turns(20)
+  clock.advance(drainMs - 1)
+  await turns(50)
+  t.equal(stopped, false, 'a millisecond before the drain time, stop still waits')
+  clock.advance(1)
+  await stopping
+  t.equal(sender.closed, true, 'then it closes the sender')
+  t.match(worker.snapshot(), { running: false, inFlight: 1, recorded: 0 }, 'with the attempt still in flight')
+  t.same(store.recorded, [])
+})
+
+t.test('the reaper runs every half lease on the worker\'s clock; released leases wake the loop', async t => {
+  const { store, clock, worker, lines } = setup(t, { webhookLeaseSeconds: 60 })
+  await worker.start()
+  await until(() => store.claims.length === 1, 'the first claim')
+  await until(() => clock.waiting === 2, 'the worker to wait for its poll and its reaper')
+  clock.advance(29_999)
+  await turns(20)
+  t.equal(store.reaps, 0, 'not before half the lease')
+  store.releases.push(2)
+  const claims = store.claims.length
+  clock.advance(1)
+  await until(() => store.reaps === 1 && store.claims.length > claims, 'the reap, and the claim it asks for')
+  t.match(lines, [{ level: 'warn', msg: 'released deliveries whose worker lease expired', fields: { released: 2 } }])
+  clock.advance(30_000)
+  await until(() => store.reaps === 2, 'the next reap, half a lease later')
 })

@@ -1,0 +1,153 @@
+import type { Db, Queryable } from '../../infrastructure/db/types.js'
+
+export type DisabledReason = 'deleted' | 'consecutive_failures' | 'gone'
+
+export interface Subscription {
+  id: string
+  installId: string
+  topics: string[]
+  targetUrl: string
+  isActive: boolean
+  disabledReason: DisabledReason | null
+  createdAt: Date
+  lastDeliveryAt: Date | null
+  lastDeliveryStatus: number | null
+  consecutiveFailures: number
+}
+
+export interface NewSubscription {
+  id: string
+  installId: string
+  orgRefId: string
+  entityRefId: string
+  topics: string[]
+  targetUrl: string
+  secretCiphertext: string
+}
+
+interface SubscriptionRow {
+  id: string
+  install_id: string
+  topics: string[]
+  target_url: string
+  is_active: boolean
+  disabled_reason: DisabledReason | null
+  created_at: Date
+  last_delivery_at: Date | null
+  last_delivery_status: number | null
+  consecutive_failures: number
+}
+
+const SUBSCRIPTION_COLUMNS = `id, install_id, topics, target_url, is_active, disabled_reason, created_at,
+                              last_delivery_at, last_delivery_status, consecutive_failures`
+
+const toSubscription = (r: SubscriptionRow): Subscription => ({
+  id: r.id,
+  installId: r.install_id,
+  topics: r.topics,
+  targetUrl: r.target_url,
+  isActive: r.is_active,
+  disabledReason: r.disabled_reason,
+  createdAt: r.created_at,
+  lastDeliveryAt: r.last_delivery_at,
+  lastDeliveryStatus: r.last_delivery_status,
+  consecutiveFailures: r.consecutive_failures
+})
+
+/**
+ * The webhook subscriptions: creation under the per-install limit, reads scoped to their install, secret rotation
+ * and disabling. What a disabled subscription still had pending is the delivery queue's to cancel
+ * (delivery-queue-store.ts `cancelPending`), in the same transaction.
+ */
+export function createSubscriptionStore (db: Db) {
+  /** Deactivates subscriptions (those still active), in the caller's transaction. */
+  async function disable (q: Queryable, ids: string[], reason: DisabledReason): Promise<void> {
+    if (ids.length === 0) return
+    await q.query(
+      `update webhook_subscriptions set is_active = false, disabled_reason = $2, disabled_at = now()
+        where id = any($1) and is_active`,
+      [ids, reason]
+    )
+  }
+
+  return {
+    /**
+     * Inserts a subscription unless the install already has `limit` active ones; undefined then. Creations of one
+     * install are serialised by a row lock on the install, so the limit holds under concurrent requests.
+     */
+    async insert (s: NewSubscription, limit: number): Promise<Subscription | undefined> {
+      return db.tx(async q => {
+        await q.query('select install_id from installs where install_id = $1 for update', [s.installId])
+        const [{ n }] = (await q.query<{ n: number }>(
+          'select count(*)::int as n from webhook_subscriptions where install_id = $1 and is_active',
+          [s.installId]
+        )) as [{ n: number }]
+        if (n >= limit) return undefined
+        const [row] = await q.query<SubscriptionRow>(
+          `insert into webhook_subscriptions
+             (id, install_id, org_ref_id, entity_ref_id, topics, target_url, secret_ciphertext)
+           values ($1, $2, $3, $4, $5, $6, $7) returning ${SUBSCRIPTION_COLUMNS}`,
+          [s.id, s.installId, s.orgRefId, s.entityRefId, s.topics, s.targetUrl, s.secretCiphertext]
+        )
+        return toSubscription(row!)
+      })
+    },
+
+    /** The install's subscriptions, oldest first; the inactive ones too with `includeInactive`. */
+    async list (installId: string, includeInactive: boolean): Promise<Subscription[]> {
+      const rows = await db.query<SubscriptionRow>(
+        `select ${SUBSCRIPTION_COLUMNS} from webhook_subscriptions
+          where install_id = $1 and (is_active or $2) order by created_at, id`,
+        [installId, includeInactive]
+      )
+      return rows.map(toSubscription)
+    },
+
+    /** The install's own subscription, active or not; undefined for anyone else's. */
+    async find (installId: string, id: string): Promise<Subscription | undefined> {
+      const [row] = await db.query<SubscriptionRow>(
+        `select ${SUBSCRIPTION_COLUMNS} from webhook_subscriptions where id = $1 and install_id = $2`,
+        [id, installId]
+      )
+      return row && toSubscription(row)
+    },
+
+    /**
+     * Soft delete of the install's own active subscription, in the caller's transaction: its row locked, then
+     * deactivated; false when there was none (nothing to delete, or someone else's).
+     */
+    async remove (q: Queryable, installId: string, id: string): Promise<boolean> {
+      const [row] = await q.query<{ id: string }>(
+        'select id from webhook_subscriptions where id = $1 and install_id = $2 and is_active for update',
+        [id, installId]
+      )
+      if (!row) return false
+      await disable(q, [id], 'deleted')
+      return true
+    },
+
+    /**
+     * Replaces the signing secret. With an overlap the replaced one keeps signing until it ends (a rotation during
+     * an overlap drops the older secret). Undefined when the subscription is not active.
+     */
+    async rotateSecret (id: string, secretCiphertext: string, overlapS: number) {
+      // On the right-hand side the columns are the row's values before this update.
+      const [row] = await db.query<{ expires: Date | null }>(
+        `update webhook_subscriptions set
+           previous_secret_ciphertext = case when $3 > 0 then secret_ciphertext end,
+           previous_signing_scheme = case when $3 > 0 then signing_scheme end,
+           previous_secret_expires_at = case when $3 > 0 then now() + make_interval(secs => $3) end,
+           secret_ciphertext = $2,
+           signing_scheme = 'standard'
+         where id = $1 and is_active
+         returning previous_secret_expires_at as expires`,
+        [id, secretCiphertext, overlapS]
+      )
+      return row && { previousExpiresAt: row.expires }
+    },
+
+    disable
+  }
+}
+
+export type SubscriptionStore = ReturnType<typeof createSubscriptionStore>
