@@ -10,6 +10,7 @@ import {
 import { createSubscriptionStore } from '../../../../../plugins/domain/webhooks/subscription-store.js'
 import { counterUpdates } from '../../../../../plugins/domain/webhooks/worker.js'
 import { build, eventually, install, unique, type Installed } from '../../../../support/helper.js'
+import { cancelPending, leaseExpired } from '../../../../support/queue-time.js'
 
 const app = await build(t, { WEBHOOK_WORKER: 'false' })
 const queue = createDeliveryQueueStore(app.db)
@@ -50,10 +51,8 @@ async function targets (eventId: string): Promise<string[]> {
 
 /** Each test that claims starts from an empty queue: whatever an earlier one left pending is cancelled. */
 async function emptyQueue (t: Test): Promise<void> {
-  const cancel = () => app.db.query("update webhook_deliveries set status = 'cancelled', locked_until = null " +
-    "where status = 'pending'")
-  await cancel()
-  t.teardown(cancel)
+  await cancelPending(app.db)
+  t.teardown(() => cancelPending(app.db))
 }
 
 const claim = (limit = 100): Promise<ClaimedDelivery[]> =>
@@ -197,8 +196,7 @@ t.test('reap releases the leases that expired and no other; cancel and cancelPen
   const sub = await subscribe(i)
   await app.db.tx(q => queue.fanOut(q, eventsFor(i, 3)))
   const [expired, live, done] = await claim() as [ClaimedDelivery, ClaimedDelivery, ClaimedDelivery]
-  await app.db.query("update webhook_deliveries set locked_until = now() - interval '1 second' where id = $1",
-    [expired.id])
+  await leaseExpired(app.db, expired.id)
   await record([result(done)])
 
   t.equal(await queue.reap(), 1, 'one lease had expired')

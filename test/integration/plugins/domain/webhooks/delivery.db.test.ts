@@ -11,6 +11,7 @@ import { bill, invoice, nth } from '../../../../support/records.js'
 import {
   hooksUrl as hooks, publishRaw as publish, receiverEnv, settled, subscribeRaw as subscribe
 } from '../../../../support/webhooks.js'
+import { retriesDueNow } from '../../../../support/queue-time.js'
 
 // One app for the file. Retries wait an hour (the jitter keeps them 48 to 72 minutes away), so a failed delivery
 // stays pending until a test makes its retry due (dueNow); three failures disable at once. An attempt has the
@@ -40,9 +41,7 @@ async function dueNow (app: AppInstance, subscriptionId: string, attempts: numbe
       !rows[0]!.locked,
     what: `attempt ${attempts} recorded, its retry pending`
   })
-  await app.db.query(
-    "update webhook_deliveries set next_attempt_at = now() where subscription_id = $1 and status = 'pending'",
-    [subscriptionId])
+  await retriesDueNow(app.db, subscriptionId)
   await app.db.query('select pg_notify($1, \'\')', [WAKEUP_CHANNEL])
 }
 

@@ -11,6 +11,7 @@ import { build, install, type Installed } from '../../../../support/helper.js'
 import { invoice, nth } from '../../../../support/records.js'
 import { publishRaw, receiverEnv, subscribe } from '../../../../support/webhooks.js'
 import { selfSigned } from '../../../../support/receiver.js'
+import { cancelPending, dueIn, leaseExpired } from '../../../../support/queue-time.js'
 
 const app = await build(t, receiverEnv(selfSigned().caFile, { WEBHOOK_WORKER: 'false' }))
 const store = createDeliveryQueueStore(app.db)
@@ -75,9 +76,8 @@ const byTenant = (claimed: ClaimedDelivery[], ...tenants: Tenant[]): number[] =>
 
 /** Each test starts from an empty queue: whatever an earlier one left pending is cancelled. */
 async function emptyQueue (t: Test): Promise<void> {
-  await app.db.query("update webhook_deliveries set status = 'cancelled', locked_until = null where status = 'pending'")
-  t.teardown(() => app.db.query(
-    "update webhook_deliveries set status = 'cancelled', locked_until = null where status = 'pending'"))
+  await cancelPending(app.db)
+  t.teardown(() => cancelPending(app.db))
 }
 
 t.test('the caps hold per subscription and per tenant, for all workers together', async t => {
@@ -166,19 +166,14 @@ t.test('what is not due waits; an expired lease is claimable and no longer count
   const a = await tenant(1)
   await backlog(a, 3)
   const caps = { perSubscription: 1, perTenant: 16 }
-  await app.db.query(
-    `update webhook_deliveries set next_attempt_at = now() + interval '1 hour'
-      where subscription_id = $1 and status = 'pending'`, [a.subscriptions[0]])
+  await dueIn(app.db, a.subscriptions[0]!, 3600)
   t.same(await claim('w1', 10, caps), [], 'retries scheduled later are not due')
 
-  await app.db.query(
-    `update webhook_deliveries set next_attempt_at = now() - interval '1 second'
-      where subscription_id = $1 and status = 'pending'`, [a.subscriptions[0]])
+  await dueIn(app.db, a.subscriptions[0]!, -1)
   const [held] = await claim('w1', 10, caps)
   t.ok(held, 'one claimed: the subscription cap is 1')
   t.same(await claim('w2', 10, caps), [], 'its lease counts')
-  await app.db.query("update webhook_deliveries set locked_until = now() - interval '1 second' where id = $1",
-    [held!.id])
+  await leaseExpired(app.db, held!.id)
   const again = await claim('w2', 10, caps)
   t.equal(again.length, 1, 'the expired lease no longer counts: one more is claimed')
 })

@@ -17,6 +17,7 @@ import { cli } from '../../../../support/processes.js'
 import { selfSigned, startReceiver, type Received } from '../../../../support/receiver.js'
 import { bill, invoice, nth } from '../../../../support/records.js'
 import { hooksUrl as hooks, publish, receiverEnv, subscribe } from '../../../../support/webhooks.js'
+import { secretOverlapEnded } from '../../../../support/queue-time.js'
 
 // One app for the file: a failed delivery is retried once at once and then has failed for good; a replay takes at
 // most 3; four slots and two per tenant, so that fair delivery shows with a few endpoints.
@@ -75,9 +76,7 @@ t.test('Standard Webhooks and Svix verify deliveries with their default construc
     const left = Date.parse(short.json().previous_secret_expires_at) - Date.now()
     t.ok(left <= 2_000, `0.0005 h: an overlap of 1.8 s, in whole seconds 2 (${left} ms left)`)
     // The overlap runs out: its end moved into the past rather than waited for.
-    await app.db.query(
-      "update webhook_subscriptions set previous_secret_expires_at = now() - interval '1 second' where id = $1",
-      [sub.id])
+    await secretOverlapEnded(app.db, sub.id)
     await publish(app, i)
     const after = (await receiver.waitFor(3))[2]!
     t.same(verifiers(after, newest), ALL, 'after the overlap the new secret verifies everywhere')
