@@ -735,7 +735,7 @@ async function fuzz<T> (
  */
 const FINDINGS: Array<{ finding: string, request: FuzzRequest }> = [
   {
-    // plugins/domain/auth/user-session.ts readCookie: decodeURIComponent throws URIError → 500 on every user route.
+    // The session cookie's decoding (domain/auth/user-session.ts) once threw URIError: a 500 on every user route.
     finding: 'a session cookie with bad percent-encoding is a 500 (expected 401 invalid_token)',
     request: { op: 'finding', method: 'GET', path: '/apps', query: '', headers: { cookie: 'session=%E0%A4%A' } }
   },
