@@ -25,6 +25,7 @@ const COVERAGE: Record<string, string> = {
   'README.md › marketplace-gateway #2': 'the test command: CI runs it (.ci/run), twice',
   'README.md › The whole journey by hand': RUN,
   'README.md › Layout': 'a folder map, not a command',
+  'docs/architecture.md › Layout': 'a folder map, not a command',
   'README.md › Authorize on the reference page': 'needs a browser: test/e2e/reference-page.test.ts registers the ' +
     'same client and runs Authorize and Try it out in Chromium',
   'docs/mcp.md › With a token you already have': RUN,

@@ -4,7 +4,8 @@
 // tap loads a hook (@tapjs/processinfo, through process-on-spawn) that puts its `--import` into NODE_OPTIONS of
 // every process the tests spawn, whatever environment the spawn passes, for coverage of child processes. Each node
 // started with it spent about 0.6 s more CPU (a loader thread and its hooks), and the README's steps alone start
-// 800. `env -u NODE_OPTIONS` takes it out again in the child itself. Coverage is not a gate (.taprc).
+// 800. `env -u NODE_OPTIONS` takes it out again in the child itself. Children are not
+// counted in the coverage (docs/tooling.md#coverage-c8).
 import { join } from 'node:path'
 import { ROOT } from '../../lib/root.js'
 
