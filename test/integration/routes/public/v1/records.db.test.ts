@@ -669,7 +669,7 @@ t.test('every refused query: 400 naming the parameter, or invalid_cursor', async
     'a cursor issued to another tenant': otherTenants,
     'its position edited by hand': [version, forged({ ...position, i: position.i + 'x' }), tag].join('.'),
     'a character of its tag changed': asc.slice(0, -1) + flip(asc.at(-1)!),
-    'truncated': asc.slice(0, -3),
+    truncated: asc.slice(0, -3),
     'without its tag': `${version}.${payload}`,
     'another version': ['v2', payload, tag].join('.'),
     garbage: encodeURIComponent('not a cursor!'),
