@@ -64,7 +64,7 @@ async function main (cleanups: Cleanup[]): Promise<void> {
     topic: TOPIC,
     org_ref_id: tenant.orgRefId,
     entity_ref_id: tenant.entityRefId,
-    data: paidInvoice(n, '2026-11-25T10:00:00Z')
+    data: paidInvoice(n, '2026-11-25T10:00:00.000Z')
   })
   const rows: Row[] = []
   for (const batch of BATCHES) {
