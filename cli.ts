@@ -154,15 +154,20 @@ async function migrateCommand (): Promise<void> {
   }
 }
 
+/** Beyond the attempts' own bound, what a worker's close may take before it is cut short (exit 1). */
+const WORKER_CLOSE_MARGIN_S = 10
+
 /** A delivery worker without HTTP; SIGTERM drains attempts in flight, then exits. */
 async function worker (): Promise<void> {
   const { buildWorker } = await import('./app.js')
   const { closeGracefully } = await import('./plugins/infrastructure/lifecycle.js')
-  const app = await buildWorker(await loadConfigOrExit())
+  const config = await loadConfigOrExit()
+  const app = await buildWorker(config)
   await app.ready()
   app.log.info({ worker: app.webhooks.workerStatus()?.id }, 'webhook worker started')
-  // No grace timer: closing waits for the attempts in flight, each bounded by its own 15 s time-out.
-  closeGracefully(app, false)
+  // Closing waits for the attempts in flight, each bounded by its own time-out (and 2 s to record them); the bound
+  // is for what else could hang a close after an uncaught error (a wedged database pool).
+  closeGracefully(app, (config.webhookAttemptTimeoutSeconds + 2 + WORKER_CLOSE_MARGIN_S) * 1000)
 }
 
 const positiveInteger = (value: string): number => {

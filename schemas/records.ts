@@ -168,7 +168,7 @@ export type InvoiceRecord = Static<typeof Invoice>
 export type CustomerRecord = Static<typeof Customer>
 
 /** An example of next_cursor and cursor (opaque to clients). */
-const SAMPLE_CURSOR = 'eyJrIjoiaW52b2ljZSIsIm8iOiJhIiwidSI6IjIwMjYtMTEtMDJUMDg6MTQ6MDUuMTIwWiIsImkiOiJpbnZfMTA0MiJ9'
+const SAMPLE_CURSOR = 'v1.eyJ1IjoiMjAyNi0xMS0wMlQwODoxNDowNS4xMjBaIiwiaSI6Imludl8xMDQyIn0.r18RAlzcB3Vre-Z8rYvdrQ'
 
 /** The query of every list (REST query string, MCP tool arguments): the filters each record kind has. */
 export function listQuery (opts: { statuses: readonly string[], party?: 'customer_id' | 'supplier_id' }) {

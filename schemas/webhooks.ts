@@ -181,7 +181,7 @@ export const AttemptLogQuery = Type.Object({
   cursor: Type.Optional(Type.String({
     maxLength: 200,
     description: 'next_cursor of the previous page.',
-    examples: ['WyIyMDI2LTExLTI0VDA5OjMxOjAyLjExOFoiLCJhdHRfMGIxYyJd']
+    examples: ['v1.WyIyMDI2LTExLTI0VDA5OjMxOjAyLjExOFoiLCJhdHRfMGIxYyJd.mD2H1jKIf-WKyhq772qODg']
   }))
 })
 

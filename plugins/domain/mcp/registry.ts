@@ -13,8 +13,6 @@ for (const name of ['date-time', 'date'] as const) {
   if (!FormatRegistry.Has(name)) FormatRegistry.Set(name, v => format.validate(v))
 }
 
-export { READ_ONLY, type ToolAnnotations } from '../shared/tool-annotations.js'
-
 /** What a tool is: its schemas feed tools/list, /catalog.json and the agent card. */
 export interface ToolDefinition<I extends TSchema = TSchema, O extends TSchema = TSchema> {
   name: string

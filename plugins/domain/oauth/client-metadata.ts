@@ -31,13 +31,13 @@ export function isMetadataUrl (clientId: string): boolean {
   return url.pathname !== '/' && !url.hash && !url.username && !url.password
 }
 
-function maxAgeOf (cacheControl: string | undefined, expires: string | undefined): number {
+function maxAgeOf (cacheControl: string | undefined, expires: string | undefined, now: number): number {
   const directives = (cacheControl ?? '').toLowerCase()
   if (/(^|,)\s*(no-store|no-cache)\b/.test(directives)) return 0
   const maxAge = directives.match(/(^|,)\s*max-age\s*=\s*"?(\d+)/)
   if (maxAge) return Math.min(Number(maxAge[2]), MAX_MAX_AGE_S)
   const at = expires ? Date.parse(expires) : NaN
-  if (!Number.isNaN(at)) return Math.max(0, Math.min(Math.floor((at - Date.now()) / 1000), MAX_MAX_AGE_S))
+  if (!Number.isNaN(at)) return Math.max(0, Math.min(Math.floor((at - now) / 1000), MAX_MAX_AGE_S))
   return DEFAULT_MAX_AGE_S
 }
 
@@ -61,7 +61,7 @@ export class ClientMetadataFetcher {
 
   /**
    * `timeoutMs`: the limit on one fetch, connection to last byte (CLIENT_METADATA_TIMEOUT_SECONDS); `now`: the
-   * clock of the failure cache.
+   * clock of the failure cache and of a document's `Expires`.
    */
   constructor (
     private readonly policy: OutboundPolicy,
@@ -168,7 +168,7 @@ export class ClientMetadataFetcher {
     if (size > MAX_DOCUMENT_BYTES) throw tooLarge
     return {
       text: Buffer.concat(chunks).toString('utf8'),
-      maxAgeS: maxAgeOf(header(headers['cache-control']), header(headers.expires))
+      maxAgeS: maxAgeOf(header(headers['cache-control']), header(headers.expires), this.now())
     }
   }
 

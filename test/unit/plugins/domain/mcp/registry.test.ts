@@ -3,7 +3,8 @@ import t from 'tap'
 import type { Principal } from '../../../../../plugins/domain/auth/access-state.js'
 import { DatabaseUnavailableError } from '../../../../../plugins/infrastructure/db/types.js'
 import { errors } from '../../../../../plugins/infrastructure/errors.js'
-import { createRegistry, describeTool, READ_ONLY } from '../../../../../plugins/domain/mcp/registry.js'
+import { createRegistry, describeTool } from '../../../../../plugins/domain/mcp/registry.js'
+import { READ_ONLY } from '../../../../../plugins/domain/shared/tool-annotations.js'
 
 const principal: Principal = Object.freeze({
   installId: 'ins_1',
