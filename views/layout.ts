@@ -1,6 +1,6 @@
 import { html, type Html } from './html.js'
 import { csrfField } from './forms.js'
-import { STYLESHEET_HREF } from './stylesheet.js'
+import { ICON_PATH, STYLESHEET_HREF } from './stylesheet.js'
 
 export const PRODUCT_NAME = 'Marketplace dashboard'
 
@@ -66,6 +66,7 @@ export function layout (o: PageOptions): Html {
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <title>${o.title}</title>
   <link rel="stylesheet" href="${STYLESHEET_HREF}">
+  <link rel="icon" href="${ICON_PATH}" type="image/svg+xml">
 </head>
 <body>
 <a class="skip-link" href="#main">Skip to main content</a>

@@ -14,3 +14,8 @@ export const STYLESHEET_VERSION = createHash('sha256').update(STYLESHEET_CSS).di
 
 /** What pages link to. */
 export const STYLESHEET_HREF = `${STYLESHEET_PATH}?v=${STYLESHEET_VERSION}`
+
+/** The pages' icon: without one, browsers ask for /favicon.ico and log its 404 as an error. */
+export const ICON_PATH = '/dashboard/icon.svg'
+export const ICON_SVG = '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">' +
+  '<rect width="16" height="16" rx="3" fill="#1b2a41"/><path d="M4 11V5l4 4 4-4v6" stroke="#fff" fill="none"/></svg>'

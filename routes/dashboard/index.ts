@@ -13,7 +13,7 @@ import { eventTypesMain } from '../../views/event-types.js'
 import { CSRF_FIELD } from '../../views/forms.js'
 import { layout, pageTitle, type PageOptions } from '../../views/layout.js'
 import { errorMain, errorTitle, signInMain } from '../../views/messages.js'
-import { STYLESHEET_CSS, STYLESHEET_VERSION } from '../../views/stylesheet.js'
+import { ICON_SVG, STYLESHEET_CSS, STYLESHEET_VERSION } from '../../views/stylesheet.js'
 
 /** Nothing but the service's own stylesheet, images and forms; no script at all, no framing, no <base>. */
 export const DASHBOARD_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; " +
@@ -105,6 +105,9 @@ const dashboard: FastifyPluginAsyncTypebox = async app => {
     reply.header('cache-control', current ? 'public, max-age=31536000, immutable' : 'public, max-age=300')
     return reply.type('text/css; charset=utf-8').send(STYLESHEET_CSS)
   })
+
+  app.get('/icon.svg', { schema }, async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(ICON_SVG))
 
   app.get('/', { schema, onRequest: requirePageUser }, async (request, reply) => {
     const owns = await app.apps.ownsAny(request.sessionUser!.sub)
