@@ -13,6 +13,7 @@ COPY lib ./lib
 COPY plugins ./plugins
 COPY routes ./routes
 COPY schemas ./schemas
+COPY views ./views
 # `npm ci --ignore-scripts` skipped `prepare`; this is the same `build` script it runs (docs/tooling.md).
 RUN npm run build && npm prune --omit=dev --ignore-scripts
 
@@ -23,6 +24,8 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
+# Read at run time (not compiled): the pages' stylesheet.
+COPY views/style.css ./views/style.css
 # Files the service reads at run time: the guide behind the MCP resource marketplace://docs/webhooks.md.
 COPY docs/webhooks.md ./docs/webhooks.md
 RUN mkdir -p /app/data && chown node:node /app/data

@@ -14,6 +14,7 @@ import requestLog, { genReqId, loggerOptions } from './plugins/infrastructure/re
 import accessState from './plugins/domain/auth/access-state.js'
 import accessTokens from './plugins/domain/auth/tokens.js'
 import userSessions from './plugins/domain/auth/user-session.js'
+import signInLinks from './plugins/domain/auth/sign-in-links.js'
 import publicAuth from './plugins/domain/auth/public-auth.js'
 import clientAuth from './plugins/domain/auth/client-auth.js'
 import rateLimitStore from './plugins/infrastructure/rate-limit.js'
@@ -34,6 +35,7 @@ import docsRoutes from './routes/docs/index.js'
 import eventsRoutes from './routes/events/index.js'
 import mcpRoutes from './routes/mcp/index.js'
 import catalogRoutes from './routes/catalog/index.js'
+import dashboardRoutes from './routes/dashboard/index.js'
 import { BODY_LIMIT } from './lib/limits.js'
 import { systemClock, type Clock } from './lib/clock.js'
 
@@ -118,11 +120,12 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(mcp)
   await app.register(openapi)
   await app.register(rateLimitStore)
-  // Parses the Cookie header into request.cookies for the user session (and the pages' forms).
+  // Parses the Cookie header into request.cookies for the user session (and the pages' forms); sets the dashboard's.
   await app.register(cookie)
   await app.register(accessState)
   await app.register(accessTokens)
   await app.register(userSessions)
+  await app.register(signInLinks)
   await app.register(publicAuth)
   await app.register(apps)
   await app.register(clientAuth)
@@ -143,6 +146,7 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(catalogRoutes)
   await app.register(healthRoutes)
   await app.register(docsRoutes)
+  await app.register(dashboardRoutes, { prefix: '/dashboard' })
   return app
 }
 

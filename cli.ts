@@ -24,6 +24,15 @@ async function userToken (options: { sub: string, org: string, entity: string[],
   process.stdout.write(signUserSession(config.userSessionSecret, user, options.ttl) + '\n')
 }
 
+/** A dashboard sign-in link for the user: valid 10 minutes, usable once (docs/dashboard.md). */
+async function dashboardLink (options: { sub: string, org: string, entity: string[], url?: string }): Promise<void> {
+  const { signInLink, signSignInToken } = await import('./plugins/domain/auth/sign-in-links.js')
+  const config = await loadConfigOrExit()
+  const user = { sub: options.sub, orgRefId: options.org, entityRefIds: options.entity }
+  const token = signSignInToken(config.userSessionSecret, user)
+  process.stdout.write(signInLink(options.url ?? config.publicBaseUrl, token) + '\n')
+}
+
 async function openapi (options: { out?: string }): Promise<void> {
   const { buildApp } = await import('./app.js')
   const { loadConfig } = await import('./plugins/infrastructure/config/index.js')
@@ -248,6 +257,16 @@ program.command('user-token')
     entityList)
   .option('--ttl <seconds>', 'lifetime of the token', positiveInteger, 43_200)
   .action(userToken)
+
+program.command('dashboard-link')
+  .description('print a link that signs the user in to the dashboard (valid 10 minutes, usable once), signed with ' +
+    'USER_SESSION_SECRET')
+  .requiredOption('--sub <id>', 'the user id')
+  .requiredOption('--org <org_ref_id>', 'the user\'s organisation')
+  .option('--entity <entity_ref_id>', 'an entity the user may act on (repeat it, or separate with commas)',
+    entityList, [])
+  .option('--url <base_url>', 'where the browser reaches the service (default: PUBLIC_BASE_URL)')
+  .action(dashboardLink)
 
 const events = program.command('events')
   .description('events of the accounting system')

@@ -4,8 +4,10 @@ import { closeGracefully } from './plugins/infrastructure/lifecycle.js'
 
 // Longer than a delivery attempt's 15 s, which the worker lets finish; shorter than Kubernetes' default 30 s.
 const SHUTDOWN_GRACE_MS = 25_000
+/** The development user of the banner's examples. */
+const BANNER_USER = { sub: 'dev-user', orgRefId: 'org_1', entityRefIds: ['ent_1'] }
 
-function newcomerBanner (config: Config, url: string): string {
+function newcomerBanner (config: Config, url: string, signInLink: string): string {
   const lines = [
     '',
     `marketplace-gateway is listening on ${url}`,
@@ -26,6 +28,10 @@ function newcomerBanner (config: Config, url: string): string {
     '  TOKEN=$(npx marketplace-gateway user-token --sub dev-user --org org_1 --entity ent_1)',
     `  curl -s ${url}/apps -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' \\`,
     '    -d \'{"slug":"my-app","name":"My App","redirect_uris":["https://example.com/callback"],"scopes":["invoices:read"]}\'',
+    '',
+    'Dashboard: open this sign-in link as dev-user of org_1 (valid 10 min, usable once; docs/dashboard.md):',
+    `  ${signInLink}`,
+    '  a new one: npx marketplace-gateway dashboard-link --sub dev-user --org org_1 --entity ent_1',
     ''
   )
   return lines.join('\n')
@@ -60,7 +66,11 @@ export async function serve (config: Config): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`
-  if (config.nodeEnv !== 'production') process.stdout.write(newcomerBanner(config, url) + '\n')
+  if (config.nodeEnv !== 'production') {
+    // The same user as the banner's user-token example, so that the apps they register show in the dashboard.
+    const link = app.signInLinks.issue(BANNER_USER)
+    process.stdout.write(newcomerBanner(config, url, link) + '\n')
+  }
 }
 
 export function loadConfigOrExit (env: Record<string, string | undefined> = process.env): Config {

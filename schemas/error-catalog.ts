@@ -113,6 +113,13 @@ export const errors = {
     ),
   notMemberOfTenant: () => new ApiError(403, 'forbidden', 'You do not belong to this organisation or entity.'),
   crossSiteRequest: () => new ApiError(403, 'forbidden', 'Cross-site form submissions are not accepted.'),
+  // The dashboard's pages (routes/dashboard): a form without a valid token of the signed-in session, an action
+  // without a session, a sign-in link that cannot be used.
+  formTokenRefused: () => new ApiError(403, 'forbidden',
+    'This form was not sent from your current dashboard session. Reload the page and try again.'),
+  dashboardSignInRequired: () => new ApiError(403, 'forbidden', 'Sign in to the dashboard first.'),
+  signInLinkRefused: () => new ApiError(400, 'invalid_sign_in_link',
+    'This sign-in link has been used already, has expired or is not valid.'),
   unknownScope: (unknown: string[]) =>
     new ApiError(400, 'unknown_scope', `Unknown scope: ${unknown.join(', ')}`, { unknown }),
   conflict: (message: string) => new ApiError(409, 'conflict', message),

@@ -31,7 +31,7 @@ declare module 'fastify' {
 }
 
 /** Maps whatever was thrown to a catalog error. Anything unforeseen is answered as a bare 500. */
-function toApiError (
+export function toApiError (
   err: FastifyError & { validationContext?: string },
   request: FastifyRequest,
   bodyLimit: number

@@ -3,6 +3,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { anyOrigin, preflight } from '../../lib/open-cors.js'
+import { isCrossSite } from '../../lib/same-origin.js'
 import type { App } from '../../plugins/domain/shared/clients.js'
 import { knownResources } from '../../plugins/domain/auth/tokens.js'
 import { ApiError, errors, wantsHtml } from '../../plugins/infrastructure/errors.js'
@@ -64,12 +65,7 @@ function registered (a: App, authMethod: string, clientSecret: string | undefine
  */
 function refuseCrossSite (request: FastifyRequest, ownOrigin: string): void {
   if (request.headers.authorization) return
-  const site = request.headers['sec-fetch-site']
-  const origin = request.headers.origin
-  // The browser's own verdict when it gives one; otherwise the Origin header (older browsers).
-  const crossSite =
-    site !== undefined ? site !== 'same-origin' && site !== 'none' : origin !== undefined && origin !== ownOrigin
-  if (crossSite) throw errors.crossSiteRequest()
+  if (isCrossSite(request.headers, ownOrigin)) throw errors.crossSiteRequest()
 }
 
 /** The OAuth endpoints (docs/rules.md#oauth-install-flow): consent, token, revocation, and the signing keys. */

@@ -330,7 +330,8 @@ t.test('consent page: the person picks the entity, by keyboard, without JavaScri
     await page.keyboard.press('Space')
     await page.keyboard.press('ArrowDown')
     t.ok(await page.getByRole('radio', { name: entities[1] }).isChecked(), 'chosen by keyboard')
-    for (let i = 0; i < 20 && (await focused())?.trim() !== 'Allow'; i++) await page.keyboard.press('Tab')
+    // A button's `value` is what focused() reads first: the Allow button's is `allow`.
+    for (let i = 0; i < 20 && (await focused())?.trim() !== 'allow'; i++) await page.keyboard.press('Tab')
     const decision = page.waitForResponse(isDecisionPost(s))
     await page.keyboard.press('Enter')
     const res = await decision

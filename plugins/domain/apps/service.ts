@@ -151,6 +151,11 @@ export function createAppService ({ store, metadata, changeAccess, clock, log }:
       return store.listOwnedBy(ownerSub)
     },
 
+    /** Whether the developer owns any app: where the dashboard takes them first. */
+    ownsAny (ownerSub: string): Promise<boolean> {
+      return store.ownsAny(ownerSub)
+    },
+
     /**
      * The client behind a client_id: a registered app, or, for an https URL, the client its metadata document
      * describes (fetched, checked and cached as its caching headers allow). `discover: false` fetches only documents

@@ -163,6 +163,12 @@ export function createAppStore (db: Db) {
       return rows.map(r => toStored(r).app)
     },
 
+    /** Whether the developer owns any app at all. */
+    async ownsAny (ownerSub: string): Promise<boolean> {
+      const rows = await db.query('select 1 from apps where owner_sub = $1 limit 1', [ownerSub])
+      return rows.length > 0
+    },
+
     async find (clientId: string): Promise<StoredApp | undefined> {
       const [row] = await db.query<Row>(`select ${COLUMNS} from apps where client_id = $1`, [clientId])
       return row && toStored(row)

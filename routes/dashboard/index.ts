@@ -1,0 +1,147 @@
+import { createHmac } from 'node:crypto'
+import csrf from '@fastify/csrf-protection'
+import formbody from '@fastify/formbody'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { isCrossSite } from '../../lib/same-origin.js'
+import { SIGN_IN_PATH } from '../../plugins/domain/auth/sign-in-links.js'
+import { SESSION_COOKIE, type SessionUser } from '../../plugins/domain/auth/user-session.js'
+import { errors, toApiError } from '../../plugins/infrastructure/errors.js'
+import { eventCatalog } from '../../schemas/webhooks.js'
+import { eventTypesMain } from '../../views/event-types.js'
+import { CSRF_FIELD } from '../../views/forms.js'
+import { layout, pageTitle, type PageOptions } from '../../views/layout.js'
+import { errorMain, errorTitle, signInMain } from '../../views/messages.js'
+import { ICON_SVG, STYLESHEET_CSS, STYLESHEET_VERSION } from '../../views/stylesheet.js'
+
+/** Nothing but the service's own stylesheet, images and forms; no script at all, no framing, no <base>. */
+export const DASHBOARD_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; " +
+  "frame-ancestors 'none'; base-uri 'none'"
+
+/** The headers of every dashboard answer (the stylesheet replaces the caching and the type). */
+const PAGE_HEADERS = {
+  'content-security-policy': DASHBOARD_CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store'
+}
+const HTML_TYPE = 'text/html; charset=utf-8'
+const SESSION_TTL_SECONDS = 12 * 3600
+/** The hidden route schema of a page: pages are not part of the API's OpenAPI document. */
+const schema = { hide: true }
+
+/** The server-rendered marketplace dashboard (docs/dashboard.md): sign-in, its pages and its actions. */
+const dashboard: FastifyPluginAsyncTypebox = async app => {
+  const { publicBaseUrl, userSessionSecret } = app.config
+  const ownOrigin = new URL(publicBaseUrl).origin
+  const secure = new URL(publicBaseUrl).protocol === 'https:'
+
+  await app.register(formbody)
+  await app.register(csrf, {
+    sessionPlugin: '@fastify/cookie',
+    cookieKey: CSRF_FIELD,
+    cookieOpts: { path: '/dashboard', httpOnly: true, sameSite: 'strict', secure },
+    // A token is good only with the session it was made for: another user's page cannot lend its forms.
+    getUserInfo: (request: FastifyRequest) => request.sessionUser?.sub ?? '',
+    csrfOpts: { hmacKey: createHmac('sha256', userSessionSecret).update('dashboard csrf tokens').digest() }
+  })
+
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.headers(PAGE_HEADERS)
+  })
+
+  const sessionOf = (request: FastifyRequest): SessionUser | undefined => {
+    try {
+      return app.userSessions.authenticate(request)
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Sends a page in the layout; a signed-in user gets the header with the navigation and "Sign out". */
+  function sendPage (request: FastifyRequest, reply: FastifyReply, o: Omit<PageOptions, 'user'>, status = 200) {
+    const user = request.sessionUser ?? sessionOf(request)
+    const header = user && { sub: user.sub, csrfToken: reply.generateCsrf({ userInfo: user.sub }) }
+    return reply.code(status).headers(PAGE_HEADERS).type(HTML_TYPE).send(layout({ ...o, user: header }).toString())
+  }
+
+  /** A page needs a signed-in user: without one, the browser goes to the sign-in page. */
+  async function requirePageUser (request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const user = sessionOf(request)
+    if (!user) return reply.redirect(SIGN_IN_PATH, 303)
+    request.sessionUser = user
+  }
+
+  /**
+   * An action needs a signed-in user, a request from this service's own pages and the form's token of that
+   * session; each refusal is a 403 page and changes nothing.
+   */
+  async function requireActionUser (request: FastifyRequest): Promise<void> {
+    const user = sessionOf(request)
+    if (!user) throw errors.dashboardSignInRequired()
+    request.sessionUser = user
+    if (isCrossSite(request.headers, ownOrigin)) throw errors.crossSiteRequest()
+  }
+  const action = { onRequest: requireActionUser, preHandler: app.csrfProtection }
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const e = err.code?.startsWith('FST_CSRF_')
+      ? errors.formTokenRefused()
+      : toApiError(err, request, request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1_048_576)
+    if (e.code === 'internal_error') request.log.error({ err }, 'request failed')
+    reply.header('x-request-id', request.id)
+    return sendPage(request, reply, { title: pageTitle(errorTitle(e)), main: errorMain(e), narrow: true },
+      e.statusCode)
+  })
+  app.setNotFoundHandler((request, reply) => {
+    const e = errors.notFound(`There is no page at ${request.url.split('?')[0]}.`)
+    return sendPage(request, reply, { title: pageTitle(errorTitle(e)), main: errorMain(e), narrow: true }, 404)
+  })
+
+  app.get('/style.css', { schema }, async (request, reply) => {
+    const current = (request.query as { v?: string }).v === STYLESHEET_VERSION
+    // A URL with the current hash never changes; any other may, once the stylesheet does.
+    reply.header('cache-control', current ? 'public, max-age=31536000, immutable' : 'public, max-age=300')
+    return reply.type('text/css; charset=utf-8').send(STYLESHEET_CSS)
+  })
+
+  app.get('/icon.svg', { schema }, async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=86400').type('image/svg+xml').send(ICON_SVG))
+
+  app.get('/', { schema, onRequest: requirePageUser }, async (request, reply) => {
+    const owns = await app.apps.ownsAny(request.sessionUser!.sub)
+    return reply.redirect(owns ? '/dashboard/apps' : '/dashboard/connections', 303)
+  })
+
+  app.get('/sign-in', {
+    schema: { ...schema, querystring: Type.Object({ token: Type.Optional(Type.String()) }) }
+  }, async (request, reply) => {
+    const { token } = request.query
+    if (token === undefined) {
+      const user = sessionOf(request)
+      return sendPage(request, reply, { title: pageTitle('Sign in'), main: signInMain(user?.sub), narrow: true })
+    }
+    const user = await app.signInLinks.redeem(token)
+    reply.setCookie(SESSION_COOKIE, app.userSessions.sign(user, SESSION_TTL_SECONDS), {
+      path: '/', httpOnly: true, sameSite: 'lax', secure, maxAge: SESSION_TTL_SECONDS
+    })
+    return reply.redirect('/dashboard', 303)
+  })
+
+  app.post('/sign-out', { schema, ...action }, async (_request, reply) => {
+    reply.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure })
+    reply.clearCookie(CSRF_FIELD, { path: '/dashboard', httpOnly: true, sameSite: 'strict', secure })
+    return reply.redirect(SIGN_IN_PATH, 303)
+  })
+
+  const catalog = eventCatalog()
+  app.get('/event-types', { schema, onRequest: requirePageUser }, async (request, reply) =>
+    sendPage(request, reply, {
+      title: pageTitle('Event types'),
+      current: 'event-types',
+      main: eventTypesMain(catalog.event_types)
+    }))
+}
+
+export default dashboard
