@@ -4,7 +4,9 @@ import { bearer, build, install } from '../../../../support/helper.js'
 // Every MCP request ends: a duplicate id in progress is refused at once, and a request stalled on the database is
 // answered when MCP_REQUEST_TIMEOUT_SECONDS runs out, its transport and server freed. Over real HTTP.
 
-const TIMEOUT_S = 0.3
+// Long enough that each pair's second request reaches the service while its first is still stalled, even on a loaded
+// machine (at 0.3 s, a first request sometimes timed out before its duplicate arrived, and both were answered so).
+const TIMEOUT_S = 2
 const app = await build(t, {
   MCP_REQUEST_TIMEOUT_SECONDS: String(TIMEOUT_S),
   MCP_RATE_LIMIT_IP: '100000',
