@@ -15,7 +15,8 @@ t.test('the final stage of the Dockerfile copies every file the service reads', 
   const dockerfile = readFileSync('Dockerfile', 'utf8')
   const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '))
   const copied = [...finalStage.matchAll(/^COPY (?!--from)(\S+) (\S+)$/gm)].map(m => m[1]!)
-  t.same(copied.sort(), ['docs/webhooks.md', 'migrations'], 'the run-time files copied from the sources')
+  t.same(copied.sort(), ['docs/webhooks.md', 'migrations', 'views/style.css'],
+    'the run-time files copied from the sources')
 
   const root = mkdtempSync(join(tmpdir(), 'mg-image-'))
   t.teardown(() => rmSync(root, { recursive: true, force: true }))
@@ -65,4 +66,8 @@ t.test('the final stage of the Dockerfile copies every file the service reads', 
   const text = await read.text()
   t.match(text, 'raw body', 'the guide is served from the image layout')
   t.notMatch(text, root, 'no server path in the answer')
+
+  const css = await fetch(`${base}/dashboard/style.css`)
+  t.equal(css.status, 200)
+  t.match(await css.text(), /^[\s\S]*\{[\s\S]*\}/, 'the pages\' stylesheet is served from the image layout')
 })

@@ -50,6 +50,7 @@ function surfaceOf (path: string): Surface {
   if (path.startsWith('/public/v1/') && path !== '/public/v1/openapi.json') return 'public'
   if (path === '/oauth/token' || path === '/oauth/revoke') return 'client'
   if (path === '/oauth/authorize' || path.startsWith('/orgs/') || path.startsWith('/installs/')) return 'user'
+  if (path.startsWith('/dashboard')) return 'user'
   if (path.startsWith('/apps')) return 'owner'
   if (path === '/events') return 'events'
   if (path === '/mcp') return 'mcp'
@@ -294,7 +295,11 @@ function undocumentedOperations (app: AppInstance): Operation[] {
     op('GET', '/docs/static/swagger-initializer.js'),
     op('GET', '/docs/json'),
     op('GET', '/docs/yaml'),
-    op('GET', '/docs/*')
+    op('GET', '/docs/*'),
+    // The dashboard's pages and its one action so far (routes/dashboard): HTML, signed in by the user session.
+    ...['/dashboard', '/dashboard/', '/dashboard/sign-in', '/dashboard/event-types', '/dashboard/style.css',
+      '/dashboard/icon.svg'].map(path => op('GET', path)),
+    op('POST', '/dashboard/sign-out')
   ]
 }
 

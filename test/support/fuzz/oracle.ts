@@ -126,9 +126,10 @@ export function answerProblem (ctx: Context, answer: Answer): string | undefined
   let body: unknown
   if (!head && (status >= 400 || (isMcp && ctx.method === 'POST'))) {
     const type = String(answer.headers['content-type'] ?? '')
-    // The consent flow answers a browser with an error page (docs/rules.md#authorization-request): the catalog's
-    // status, code and message, in HTML.
-    if (ctx.path === '/oauth/authorize' && status >= 400 && status < 500 && type.startsWith('text/html')) {
+    // The consent flow and the dashboard answer a browser with an error page (docs/rules.md#authorization-request,
+    // docs/dashboard.md): the catalog's status, code and message, in HTML.
+    const pages = ctx.path === '/oauth/authorize' || ctx.path.startsWith('/dashboard')
+    if (pages && status >= 400 && status < 500 && type.startsWith('text/html')) {
       const code = answer.body.match(/Error code: <code>([a-z_]+)<\/code>/)?.[1]
       return code ? undefined : `error page without a catalog code: ${answer.body.slice(0, 200)}`
     }

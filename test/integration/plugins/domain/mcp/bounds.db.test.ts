@@ -5,8 +5,9 @@ import { bearer, build, install } from '../../../../support/helper.js'
 // answered when MCP_REQUEST_TIMEOUT_SECONDS runs out, its transport and server freed. Over real HTTP.
 
 // Long enough that each pair's second request reaches the service while its first is still stalled, even on a loaded
-// machine (at 0.3 s, a first request sometimes timed out before its duplicate arrived, and both were answered so).
-const TIMEOUT_S = 2
+// machine (at 0.3 s, a first request sometimes timed out before its duplicate arrived, and both were answered so);
+// short enough to run out before the Postgres pool's wait for a connection (1.5 s), which would answer 503 first.
+const TIMEOUT_S = 1
 const app = await build(t, {
   MCP_REQUEST_TIMEOUT_SECONDS: String(TIMEOUT_S),
   MCP_RATE_LIMIT_IP: '100000',
