@@ -43,7 +43,8 @@ export async function serve (config: Config): Promise<void> {
   // Readiness 503 and no new connections now, not after the other plugins' preClose hooks
   // (plugins/infrastructure/lifecycle.ts). The window for load balancers only on SIGTERM: SIGINT is a person at a
   // terminal, and after an uncaught error the sooner the process is gone the better.
-  const signals = closeGracefully(app, SHUTDOWN_GRACE_MS, signal =>
+  // The SIGTERM window (SHUTDOWN_DELAY_SECONDS) comes before the drain, so the bound makes room for it.
+  const signals = closeGracefully(app, SHUTDOWN_GRACE_MS + config.shutdownDelaySeconds * 1000, signal =>
     app.lifecycle.drain(signal === 'SIGTERM' ? config.shutdownDelaySeconds * 1000 : 0))
 
   try {
