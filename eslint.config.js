@@ -44,11 +44,11 @@ export default [
     rules: {
       // Apps and OAuth build on the auth plugins (tokens, sessions, access state), and the MCP registry on the
       // principal: the auth plugins reach them through their decorated services, and what they share lives in
-      // plugins/domain/shared/. Type-only imports count too.
+      // plugins/domain/common/. Type-only imports count too.
       'no-restricted-imports': ['error', {
         patterns: [{
           group: ['**/apps', '**/apps/**', '**/oauth', '**/oauth/**', '**/mcp/registry', '**/mcp/registry.js'],
-          message: 'plugins/domain/auth/ imports neither apps, oauth nor the MCP registry: use plugins/domain/shared/.'
+          message: 'plugins/domain/auth/ imports neither apps, oauth nor the MCP registry: use plugins/domain/common/.'
         }]
       }]
     }

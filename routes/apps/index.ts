@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { App } from '../../plugins/domain/shared/clients.js'
+import type { App } from '../../plugins/domain/common/clients.js'
 import { errors } from '../../plugins/infrastructure/errors.js'
 import { ApiKeyState, AppListing, ClientIdParams, CreatedApp, NewAppBody } from '../../schemas/apps.js'
 import { BODY_ERRORS, errorResponses, invalid, USER_ERRORS } from '../../schemas/error-responses.js'

@@ -6,7 +6,7 @@ import { normalizedRedirectUri, redirectUriProblem } from '../../../lib/redirect
 import { isKnownScope, WIRED_SCOPES } from '../../../lib/scopes.js'
 import { errors } from '../../infrastructure/errors.js'
 import { isMetadataUrl, type ClientMetadataFetcher } from '../oauth/client-metadata.js'
-import { ClientMetadataError, type App } from '../shared/clients.js'
+import { ClientMetadataError, type App } from '../common/clients.js'
 import type { AppStore } from './store.js'
 
 export interface NewApp {

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../../infrastructure/db/types.js'
-import type { App } from '../shared/clients.js'
+import type { App } from '../common/clients.js'
 
 interface Row {
   client_id: string

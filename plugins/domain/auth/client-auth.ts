@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { errors } from '../../infrastructure/errors.js'
-import { ClientMetadataError, type App } from '../shared/clients.js'
+import { ClientMetadataError, type App } from '../common/clients.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

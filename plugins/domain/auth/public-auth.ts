@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import { Identity } from '../../../schemas/identity.js'
 import { NoInput } from '../../../schemas/mcp.js'
 import { errors } from '../../infrastructure/errors.js'
-import { READ_ONLY } from '../shared/tool-annotations.js'
+import { READ_ONLY } from '../common/tool-annotations.js'
 import type { Principal } from './access-state.js'
 import type { TokenSurface } from './tokens.js'
 

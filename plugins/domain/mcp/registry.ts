@@ -4,7 +4,7 @@ import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import type { Principal } from '../auth/access-state.js'
 import { ApiError, errors } from '../../infrastructure/errors.js'
 import { DatabaseUnavailableError } from '../../infrastructure/db/types.js'
-import type { ToolAnnotations } from '../shared/tool-annotations.js'
+import type { ToolAnnotations } from '../common/tool-annotations.js'
 
 // TypeBox knows no string format by itself: the tools' arguments get the checks the REST routes make with
 // ajv-formats, so that a tool and its route accept the same values.

@@ -1,7 +1,7 @@
 import { request, type Agent } from 'undici'
 import { VERSION } from '../../../lib/root.js'
 import { redirectUriProblem } from '../../../lib/redirect-uris.js'
-import { ClientMetadataError } from '../shared/clients.js'
+import { ClientMetadataError } from '../common/clients.js'
 import { guardedAgent, refusedLiteral, type OutboundPolicy } from '../webhooks/target-guard.js'
 
 /** The draft's suggestion: a metadata document is small; anything larger is not one. */

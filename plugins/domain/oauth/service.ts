@@ -12,7 +12,7 @@ import type { SessionUser } from '../auth/user-session.js'
 import { ACCESS_TOKEN_TTL_S, knownResources } from '../auth/tokens.js'
 import type { InstallService } from '../installs/service.js'
 import type { Install } from '../installs/store.js'
-import { ClientMetadataError, type App } from '../shared/clients.js'
+import { ClientMetadataError, type App } from '../common/clients.js'
 import type { OAuthStore } from './store.js'
 
 const CODE_TTL_S = 60

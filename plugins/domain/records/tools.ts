@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import { READ_ONLY } from '../shared/tool-annotations.js'
+import { READ_ONLY } from '../common/tool-annotations.js'
 import type { RecordService } from './service.js'
 
 const PAGING = 'Pages hold up to limit records (default 50, at most 100), oldest change first (updated_at, then id; ' +

@@ -13,7 +13,7 @@ import {
   AttemptLog, CreateSubscriptionBody, CreatedSubscription, DeleteResult, eventCatalog, EventTypes, ReplayAccepted,
   ReplayBody, SubscriptionListing, TestSent
 } from '../../../schemas/webhooks.js'
-import { READ_ONLY } from '../shared/tool-annotations.js'
+import { READ_ONLY } from '../common/tool-annotations.js'
 import type { WebhookService } from './service.js'
 import { serviceSignature } from './signing.js'
 

@@ -4,7 +4,7 @@ import type { Principal } from '../../../../../plugins/domain/auth/access-state.
 import { DatabaseUnavailableError } from '../../../../../plugins/infrastructure/db/types.js'
 import { errors } from '../../../../../plugins/infrastructure/errors.js'
 import { createRegistry, describeTool } from '../../../../../plugins/domain/mcp/registry.js'
-import { READ_ONLY } from '../../../../../plugins/domain/shared/tool-annotations.js'
+import { READ_ONLY } from '../../../../../plugins/domain/common/tool-annotations.js'
 
 const principal: Principal = Object.freeze({
   installId: 'ins_1',
