@@ -114,7 +114,7 @@ const LEFT_TO_NODE: closeWithGrace.AllEvents[] = [
  */
 export function closeGracefully (
   app: FastifyInstance,
-  graceMs: number | false,
+  graceMs: number,
   begin: (signal: string | undefined) => void = () => {}
 ): { uninstall(): void } {
   return closeWithGrace({

@@ -4,17 +4,18 @@ import type { EventAccepted, EventBody } from '../../../schemas/events.js'
 import type { Db, Queryable } from '../../infrastructure/db/types.js'
 import { errors } from '../../infrastructure/errors.js'
 import type { RecordIngest } from '../records/ingest.js'
-import { findByProducerIds, newEvents, type NewEvent } from './store.js'
+import type { DeliveryQueueStore } from '../webhooks/delivery-queue-store.js'
+import { findByProducerIds, newEvents } from './store.js'
 
 type Event = Static<typeof EventBody>
 type Accepted = Static<typeof EventAccepted>
 
 /**
- * The webhooks' part of accepting events (plugins/domain/webhooks/delivery-queue-store.ts `fanOut`): stores new
- * events, in the order given, with a delivery to each matching subscription, in the caller's transaction; answers
- * those it stored (an event whose producer id is stored already is left out).
+ * The webhooks' part of accepting events: stores new events, in the order given, with a delivery to each matching
+ * subscription, in the caller's transaction; answers those it stored (an event whose producer id is stored already
+ * is left out).
  */
-export type FanOut = (q: Queryable, events: NewEvent[]) => Promise<Accepted[]>
+export type FanOut = DeliveryQueueStore['fanOut']
 
 /**
  * Stores events and their deliveries in the caller's transaction, idempotent on the producer's id: an id stored

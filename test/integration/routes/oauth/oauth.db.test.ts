@@ -447,21 +447,7 @@ t.test('a code issued before a key disable is dead after the enable', async t =>
   const client = await registerApp(app)
   const user = userFor(app)
   const { verifier, challenge } = pkcePair()
-  const decision = await jsonPost(
-    app,
-    '/oauth/authorize',
-    {
-      client_id: client.clientId,
-      redirect_uri: REDIRECT_URI,
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-      org_ref_id: user.org,
-      entity_ref_id: user.entity,
-      decision: 'allow'
-    },
-    bearer(user.token)
-  )
-  const code = new URL(decision.headers.location as string).searchParams.get('code')
+  const code = await authorizationCode(app, client, user, challenge)
   await app.inject({
     method: 'POST',
     url: `/apps/${client.clientId}/api-key/disable`,
