@@ -17,3 +17,15 @@ export function isRecordInstant (v: string): boolean {
   const d = new Date(v)
   return inRecordYears(d) && d.toISOString() === v
 }
+
+/**
+ * An instant a person typed: ISO 8601 with a zone (`2026-11-28T09:30:00Z`, `+01:00`), or without one, as a
+ * `datetime-local` field sends it (`2026-11-28T09:30`), read as UTC. Undefined when it is neither, names a day that
+ * does not exist, or is outside the years 1 to 9999.
+ */
+export function parseTypedInstant (v: string): Date | undefined {
+  const m = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?)(Z|[+-]\d{2}:\d{2})?$/i.exec(v.trim())
+  if (!m || !isRecordDate(m[1]!)) return undefined
+  const d = new Date(`${m[1]}T${m[2]}${m[3]?.toUpperCase() ?? 'Z'}`)
+  return Number.isNaN(d.getTime()) || !inRecordYears(d) ? undefined : d
+}

@@ -5,6 +5,8 @@ export interface PageError {
   statusCode: number
   code: string
   message: string
+  /** What exactly was wrong with the request, field by field. */
+  details?: ReadonlyArray<{ path: string, message: string }> | undefined
 }
 
 /** How to get a sign-in link, said wherever one is needed. */
@@ -23,8 +25,11 @@ function nextStep (e: PageError): Html {
     and try again from there.</p>`
   }
   if (e.statusCode >= 500) return html`<p>Nothing you did caused this. Try again in a few seconds.</p>`
-  return html`<p><a href="/dashboard">Go back to the dashboard</a>.</p>`
+  return html`<p>Go back, correct it and try again, or <a href="/dashboard">go to the dashboard</a>.</p>`
 }
+
+/** A field as a form names it: `/since` is `since`. */
+const fieldName = (path: string): string => path.replace(/^\//, '') || 'request'
 
 /** The title of the page that shows an error. */
 export function errorTitle (e: PageError): string {
@@ -39,6 +44,9 @@ export function errorTitle (e: PageError): string {
 export function errorMain (e: PageError): Html {
   return html`<h1>${errorTitle(e)}</h1>
     <p>${e.message}</p>
+    ${e.details && e.details.length > 0
+      ? html`<ul>${e.details.map(d => html`<li><code>${fieldName(d.path)}</code> ${d.message}</li>`)}</ul>`
+      : ''}
     ${nextStep(e)}
     <p class="muted">Error code: <code>${e.code}</code></p>`
 }

@@ -3,30 +3,20 @@ import csrf from '@fastify/csrf-protection'
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { isCrossSite } from '../../lib/same-origin.js'
+import type { FastifyError, FastifyRequest } from 'fastify'
 import { SIGN_IN_PATH } from '../../plugins/domain/auth/sign-in-links.js'
-import { SESSION_COOKIE, type SessionUser } from '../../plugins/domain/auth/user-session.js'
+import { SESSION_COOKIE } from '../../plugins/domain/auth/user-session.js'
 import { errors, toApiError } from '../../plugins/infrastructure/errors.js'
 import { eventCatalog } from '../../schemas/webhooks.js'
 import { eventTypesMain } from '../../views/event-types.js'
 import { CSRF_FIELD } from '../../views/forms.js'
-import { layout, pageTitle, type PageOptions } from '../../views/layout.js'
+import { pageTitle } from '../../views/layout.js'
 import { errorMain, errorTitle, signInMain } from '../../views/messages.js'
 import { ICON_SVG, STYLESHEET_CSS, STYLESHEET_VERSION } from '../../views/stylesheet.js'
+import connectionPages from './connections.js'
+import developerPages from './developer.js'
+import { createPageKit, PAGE_HEADERS } from './page-kit.js'
 
-/** Nothing but the service's own stylesheet, images and forms; no script at all, no framing, no <base>. */
-export const DASHBOARD_CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; " +
-  "frame-ancestors 'none'; base-uri 'none'"
-
-/** The headers of every dashboard answer (the stylesheet replaces the caching and the type). */
-const PAGE_HEADERS = {
-  'content-security-policy': DASHBOARD_CSP,
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'cache-control': 'no-store'
-}
-const HTML_TYPE = 'text/html; charset=utf-8'
 const SESSION_TTL_SECONDS = 12 * 3600
 /** The hidden route schema of a page: pages are not part of the API's OpenAPI document. */
 const schema = { hide: true }
@@ -51,39 +41,9 @@ const dashboard: FastifyPluginAsyncTypebox = async app => {
     reply.headers(PAGE_HEADERS)
   })
 
-  const sessionOf = (request: FastifyRequest): SessionUser | undefined => {
-    try {
-      return app.userSessions.authenticate(request)
-    } catch {
-      return undefined
-    }
-  }
-
-  /** Sends a page in the layout; a signed-in user gets the header with the navigation and "Sign out". */
-  function sendPage (request: FastifyRequest, reply: FastifyReply, o: Omit<PageOptions, 'user'>, status = 200) {
-    const user = request.sessionUser ?? sessionOf(request)
-    const header = user && { sub: user.sub, csrfToken: reply.generateCsrf({ userInfo: user.sub }) }
-    return reply.code(status).headers(PAGE_HEADERS).type(HTML_TYPE).send(layout({ ...o, user: header }).toString())
-  }
-
-  /** A page needs a signed-in user: without one, the browser goes to the sign-in page. */
-  async function requirePageUser (request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const user = sessionOf(request)
-    if (!user) return reply.redirect(SIGN_IN_PATH, 303)
-    request.sessionUser = user
-  }
-
-  /**
-   * An action needs a signed-in user, a request from this service's own pages and the form's token of that
-   * session; each refusal is a 403 page and changes nothing.
-   */
-  async function requireActionUser (request: FastifyRequest): Promise<void> {
-    const user = sessionOf(request)
-    if (!user) throw errors.dashboardSignInRequired()
-    request.sessionUser = user
-    if (isCrossSite(request.headers, ownOrigin)) throw errors.crossSiteRequest()
-  }
-  const action = { onRequest: requireActionUser, preHandler: app.csrfProtection }
+  const kit = createPageKit(app, { ownOrigin, secure })
+  const { sendPage, sessionOf, requirePageUser } = kit
+  const action = { onRequest: kit.requireActionUser, preHandler: app.csrfProtection }
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const e = err.code?.startsWith('FST_CSRF_')
@@ -91,8 +51,11 @@ const dashboard: FastifyPluginAsyncTypebox = async app => {
       : toApiError(err, request, request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1_048_576)
     if (e.code === 'internal_error') request.log.error({ err }, 'request failed')
     reply.header('x-request-id', request.id)
-    return sendPage(request, reply, { title: pageTitle(errorTitle(e)), main: errorMain(e), narrow: true },
-      e.statusCode)
+    return sendPage(request, reply, {
+      title: pageTitle(errorTitle(e)),
+      main: errorMain({ statusCode: e.statusCode, code: e.code, message: e.message, details: e.extra.details }),
+      narrow: true
+    }, e.statusCode)
   })
   app.setNotFoundHandler((request, reply) => {
     const e = errors.notFound(`There is no page at ${request.url.split('?')[0]}.`)
@@ -142,6 +105,9 @@ const dashboard: FastifyPluginAsyncTypebox = async app => {
       current: 'event-types',
       main: eventTypesMain(catalog.event_types)
     }))
+
+  await app.register(developerPages, { kit, action })
+  await app.register(connectionPages, { kit, action })
 }
 
 export default dashboard

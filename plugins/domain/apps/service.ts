@@ -151,6 +151,12 @@ export function createAppService ({ store, metadata, changeAccess, clock, log }:
       return store.listOwnedBy(ownerSub)
     },
 
+    /** The developer's own app; undefined for an unknown id and for anyone else's app alike. */
+    async findOwned (ownerSub: string, clientId: string): Promise<App | undefined> {
+      const stored = await store.find(clientId)
+      return stored?.app.ownerSub === ownerSub ? stored.app : undefined
+    },
+
     /** Whether the developer owns any app: where the dashboard takes them first. */
     ownsAny (ownerSub: string): Promise<boolean> {
       return store.ownsAny(ownerSub)

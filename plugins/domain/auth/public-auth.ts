@@ -63,6 +63,7 @@ export default fp(async (app) => {
       if (state.tokensRevokedAt !== null && claims.issuedAtMs <= state.tokensRevokedAt) {
         throw errors.invalidAccessToken()
       }
+      app.installs.noteUse(state.principal.installId)
       return state.principal
     },
     identity
@@ -80,4 +81,4 @@ export default fp(async (app) => {
     public: false,
     tags: ['identity']
   }, async (_args, p) => identity(p))
-}, { name: 'public-auth', dependencies: ['access-tokens', 'access-state', 'mcp'] })
+}, { name: 'public-auth', dependencies: ['access-tokens', 'access-state', 'installs', 'mcp'] })

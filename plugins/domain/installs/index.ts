@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { cursorCodec } from '../../../lib/cursor.js'
 import { createInstallService, type InstallService } from './service.js'
 import { createInstallStore } from './store.js'
 
@@ -13,8 +14,11 @@ export default fp(
   async app => {
     app.decorate('installs', createInstallService({
       store: createInstallStore(app.db),
-      changeAccess: (key, fn) => app.accessState.change(key, fn)
+      changeAccess: (key, fn) => app.accessState.change(key, fn),
+      cursors: cursorCodec(app.config.tokenSigningKey),
+      clock: app.clock,
+      log: app.log
     }))
   },
-  { name: 'installs', dependencies: ['db', 'access-state'] }
+  { name: 'installs', dependencies: ['db', 'access-state', 'config'] }
 )

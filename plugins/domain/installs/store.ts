@@ -4,6 +4,7 @@ export interface Install {
   installId: string
   clientId: string
   appSlug: string
+  appName: string
   orgRefId: string
   entityRefId: string
   scopes: string[]
@@ -11,6 +12,8 @@ export interface Install {
   installedBy: string
   createdAt: Date
   uninstalledAt: Date | null
+  /** When an access token of the install last passed the public pipeline (kept to the minute); null: never. */
+  lastUsedAt: Date | null
 }
 
 /** What the access-state cache reads beside the install: its app's key state and the family cut-off. */
@@ -25,6 +28,9 @@ export interface InstallAccess {
 /** An install as stored, joined with its app. */
 export interface StoredInstall { install: Install, access: InstallAccess }
 
+/** A position in an app's install list: the install's creation time and id. */
+export type InstallPosition = readonly [createdAt: string, installId: string]
+
 interface Row {
   install_id: string
   client_id: string
@@ -36,6 +42,8 @@ interface Row {
   installed_by: string
   created_at: Date
   uninstalled_at: Date | null
+  last_used_at: Date | null
+  app_name: string
   api_key_enabled: boolean
   key_disabled_at: Date | null
   tokens_revoked_at: Date | null
@@ -43,7 +51,8 @@ interface Row {
 
 const SELECT = `
   select i.install_id, i.client_id, a.slug, i.org_ref_id, i.entity_ref_id, i.scopes, i.status, i.installed_by,
-         i.created_at, i.uninstalled_at, a.api_key_enabled, a.key_disabled_at, i.tokens_revoked_at
+         i.created_at, i.uninstalled_at, i.last_used_at, a.name as app_name, a.api_key_enabled, a.key_disabled_at,
+         i.tokens_revoked_at
     from installs i join apps a on a.client_id = i.client_id`
 
 const toStored = (r: Row): StoredInstall => ({
@@ -51,13 +60,15 @@ const toStored = (r: Row): StoredInstall => ({
     installId: r.install_id,
     clientId: r.client_id,
     appSlug: r.slug,
+    appName: r.app_name,
     orgRefId: r.org_ref_id,
     entityRefId: r.entity_ref_id,
     scopes: r.scopes,
     status: r.status,
     installedBy: r.installed_by,
     createdAt: r.created_at,
-    uninstalledAt: r.uninstalled_at
+    uninstalledAt: r.uninstalled_at,
+    lastUsedAt: r.last_used_at
   },
   access: {
     apiKeyEnabled: r.api_key_enabled,
@@ -94,6 +105,48 @@ export function createInstallStore (db: Db) {
         [orgRefId, entityRefId]
       )
       return rows.map(r => toStored(r).install)
+    },
+
+    /** An app's installs, uninstalled ones included, oldest first; `after`: the page after this position. */
+    async listForApp (clientId: string, limit: number, after?: InstallPosition): Promise<Install[]> {
+      const rows = await db.query<Row>(
+        `${SELECT} where i.client_id = $1 and ($2::timestamptz is null or (i.created_at, i.install_id) > ($2, $3))
+          order by i.created_at, i.install_id limit $4`,
+        [clientId, after?.[0] ?? null, after?.[1] ?? null, limit]
+      )
+      return rows.map(r => toStored(r).install)
+    },
+
+    /** The active installs in these entities of an org, oldest first. */
+    async listActiveIn (orgRefId: string, entityRefIds: string[]): Promise<Install[]> {
+      const rows = await db.query<Row>(
+        `${SELECT} where i.org_ref_id = $1 and i.entity_ref_id = any($2) and i.status = 'active'
+          order by i.created_at, i.install_id`,
+        [orgRefId, entityRefIds]
+      )
+      return rows.map(r => toStored(r).install)
+    },
+
+    /** How many active installs each of these apps has (apps without any are absent). */
+    async countActive (clientIds: string[]): Promise<Map<string, number>> {
+      const rows = await db.query<{ client_id: string, n: number }>(
+        `select client_id, count(*)::int as n from installs
+          where client_id = any($1) and status = 'active' group by client_id`,
+        [clientIds]
+      )
+      return new Map(rows.map(r => [r.client_id, r.n]))
+    },
+
+    /**
+     * Notes a use of the install at `at`, unless one was noted less than a minute before: a write at most once a
+     * minute per install, however many instances see its tokens.
+     */
+    async noteUse (installId: string, at: Date): Promise<void> {
+      await db.query(
+        `update installs set last_used_at = $2
+          where install_id = $1 and (last_used_at is null or last_used_at <= $2 - interval '1 minute')`,
+        [installId, at]
+      )
     },
 
     /**

@@ -47,57 +47,6 @@ export interface Streak {
   is_active: boolean
 }
 
-export interface AttemptLogEntry {
-  id: string
-  deliveryId: string
-  eventId: string
-  topic: string
-  attempt: number
-  attemptedAt: Date
-  durationMs: number
-  responseStatus: number
-  responseBody: string | null
-  error: string | null
-  errorClass: string | null
-  requestHeaders: Record<string, string> | null
-  responseHeaders: Record<string, string> | null
-  deliveryStatus: 'pending' | 'succeeded' | 'failed' | 'cancelled'
-}
-
-interface AttemptLogRow {
-  id: string
-  delivery_id: string
-  event_id: string
-  topic: string
-  attempt: number
-  attempted_at: Date
-  duration_ms: number
-  response_status: number
-  response_body: string | null
-  error: string | null
-  error_class: string | null
-  request_headers: Record<string, string> | null
-  response_headers: Record<string, string> | null
-  delivery_status: AttemptLogEntry['deliveryStatus']
-}
-
-const toAttemptLogEntry = (r: AttemptLogRow): AttemptLogEntry => ({
-  id: r.id,
-  deliveryId: r.delivery_id,
-  eventId: r.event_id,
-  topic: r.topic,
-  attempt: r.attempt,
-  attemptedAt: r.attempted_at,
-  durationMs: r.duration_ms,
-  responseStatus: r.response_status,
-  responseBody: r.response_body,
-  error: r.error,
-  errorClass: r.error_class,
-  requestHeaders: r.request_headers,
-  responseHeaders: r.response_headers,
-  deliveryStatus: r.delivery_status
-})
-
 /** Rows of `unnest(...)` arguments: one array per column, in the order the SQL names them. */
 const columns = <T>(rows: T[], ...pick: Array<(r: T) => unknown>): unknown[][] => pick.map(f => rows.map(f))
 
@@ -178,7 +127,8 @@ export function createDeliveryQueueStore (db: Db) {
 
     /**
      * Records finished attempts in one statement: appends them to the log, moves their deliveries on (ending their
-     * leases), and applies the counter updates to their subscriptions; returns the subscriptions' new streaks.
+     * leases), adds them to their apps' hourly activity, and applies the counter updates to their subscriptions;
+     * returns the subscriptions' new streaks.
      */
     async record (q: Queryable, results: AttemptResult[], updates: CounterUpdate[]): Promise<Streak[]> {
       if (results.length === 0) return []
@@ -208,6 +158,22 @@ export function createDeliveryQueueStore (db: Db) {
              locked_until = null
            from unnest($1::text[], $3::int[], $12::bool[], $13::timestamptz[]) as r(id, attempt, succeeded, next_at)
            where d.id = r.id
+         ), activity as (
+           -- The app's hourly figures (the dashboard's), in key order so that concurrent flushes lock alike.
+           insert into webhook_activity_hours as h (client_id, hour, succeeded, failed, exhausted)
+           select i.client_id, date_trunc('hour', r.attempted_at),
+                  count(*) filter (where r.succeeded), count(*) filter (where not r.succeeded),
+                  count(*) filter (where not r.succeeded and r.next_at is null)
+             from unnest($2::text[], $4::timestamptz[], $12::bool[], $13::timestamptz[])
+               as r(subscription_id, attempted_at, succeeded, next_at)
+             join webhook_subscriptions s on s.id = r.subscription_id
+             join installs i on i.install_id = s.install_id
+            group by 1, 2
+            order by 1, 2
+           on conflict (client_id, hour) do update set
+             succeeded = h.succeeded + excluded.succeeded,
+             failed = h.failed + excluded.failed,
+             exhausted = h.exhausted + excluded.exhausted
          )
          update webhook_subscriptions s set
            last_delivery_at = r.last_at,
@@ -340,25 +306,6 @@ export function createDeliveryQueueStore (db: Db) {
         if (result.replayed > 0) await notify(q, WAKEUP_CHANNEL, '')
         return result
       })
-    },
-
-    /** The subscription's attempt log, newest first; `before`: the page after the attempt with this (time, id). */
-    async attempts (
-      subscriptionId: string, limit: number, before?: { at: Date, id: string }
-    ): Promise<AttemptLogEntry[]> {
-      const rows = await db.query<AttemptLogRow>(
-        `select a.id, a.delivery_id, d.event_id, e.topic, a.attempt, a.attempted_at, a.duration_ms,
-                a.response_status, a.response_body, a.error, a.error_class, a.request_headers, a.response_headers,
-                d.status as delivery_status
-           from webhook_attempts a
-           join webhook_deliveries d on d.id = a.delivery_id
-           join webhook_events e on e.id = d.event_id
-          where a.subscription_id = $1 and ($3::timestamptz is null or (a.attempted_at, a.id) < ($3, $4))
-          order by a.attempted_at desc, a.id desc
-          limit $2`,
-        [subscriptionId, limit, before?.at ?? null, before?.id ?? null]
-      )
-      return rows.map(toAttemptLogEntry)
     },
 
     /** The backlog, for operators: pending deliveries and the age of the oldest (the partial index covers it). */

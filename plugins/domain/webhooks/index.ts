@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import { cursorCodec } from '../../../lib/cursor.js'
+import { createAttemptLogStore } from './attempt-log-store.js'
 import { createDeliveryQueueStore, type DeliveryQueueStore } from './delivery-queue-store.js'
 import { createWebhookService, type WebhookService } from './service.js'
 import { registerQueueGauges } from './queue-metrics.js'
@@ -25,7 +26,9 @@ declare module 'fastify' {
 export default fp(async (app) => {
   const subscriptions = createSubscriptionStore(app.db)
   const queue = createDeliveryQueueStore(app.db)
-  const service = createWebhookService({ db: app.db, subscriptions, queue }, {
+  const service = createWebhookService({
+    db: app.db, subscriptions, queue, log: createAttemptLogStore(app.db)
+  }, {
     cursors: cursorCodec(app.config.tokenSigningKey),
     secretKey: app.config.webhookSecretKey,
     allowPrivateTargets: app.config.webhookAllowPrivateTargets,

@@ -14,9 +14,14 @@ import type { Principal } from '../auth/access-state.js'
 import type { Db } from '../../infrastructure/db/types.js'
 import { errors } from '../../infrastructure/errors.js'
 import { newEvent } from '../events/store.js'
-import type { AttemptLogEntry, DeliveryQueueStore } from './delivery-queue-store.js'
+import type {
+  ActivityHour, AttemptFilter, AttemptLogEntry, AttemptLogStore, DeliveryDetail
+} from './attempt-log-store.js'
+import type { DeliveryQueueStore } from './delivery-queue-store.js'
 import { encryptSecret, newSigningSecret } from './signing.js'
-import type { Subscription, SubscriptionStore } from './subscription-store.js'
+import type {
+  AppListPosition, OwnedSubscription, Subscription, SubscriptionStore, TenantSubscription
+} from './subscription-store.js'
 import { checkTargetUrl } from './target-guard.js'
 
 export const MAX_ACTIVE_PER_INSTALL = 50
@@ -63,6 +68,16 @@ const isAttemptPosition = (v: unknown): v is AttemptPosition =>
   Array.isArray(v) && v.length === 2 && typeof v[1] === 'string' && typeof v[0] === 'string' &&
   !Number.isNaN(new Date(v[0]).getTime())
 
+const isAppListPosition = (v: unknown): v is AppListPosition =>
+  Array.isArray(v) && v.length === 3 && Number.isInteger(v[0]) && typeof v[1] === 'string' &&
+  !Number.isNaN(new Date(v[1]).getTime()) && typeof v[2] === 'string'
+
+/** An app's subscriptions across its installs are the app's list: its developer's, whatever the tenant. */
+const appScope = (clientId: string): CursorScope => ({ tenant: ['', ''], resource: `apps/${clientId}/webhooks` })
+
+/** Attempts a filtered page of the log checks at most: the bound on what one page of a long log costs. */
+const LOG_SCAN_LIMIT = 1000
+
 /** A subscription's log is its own list: a cursor of one subscription does not read another's. */
 const attemptsScope = (p: Principal, subscriptionId: string): CursorScope =>
   ({ tenant: [p.orgRefId, p.entityRefId], resource: `webhooks/${subscriptionId}/deliveries` })
@@ -86,7 +101,12 @@ const LOCAL_HINT = ' For local development, start the service with WEBHOOK_ALLOW
  * sees only that install's subscriptions: anyone else's answers as if it did not exist. Answers are the wire shapes.
  */
 export function createWebhookService (
-  { db, subscriptions, queue }: { db: Db, subscriptions: SubscriptionStore, queue: DeliveryQueueStore },
+  { db, subscriptions, queue, log }: {
+    db: Db
+    subscriptions: SubscriptionStore
+    queue: DeliveryQueueStore
+    log: AttemptLogStore
+  },
   opts: ServiceOptions
 ) {
   async function owned (p: Principal, subscriptionId: string): Promise<Subscription> {
@@ -100,6 +120,33 @@ export function createWebhookService (
     const s = await owned(p, subscriptionId)
     if (!s.isActive) throw errors.subscriptionInactive()
     return s
+  }
+
+  /**
+   * A page of the subscription's attempts log, newest first, filtered. A page with an outcome or topic filter
+   * checks a bounded number of attempts: when it ends early, `searchedTo` says how far back it looked and
+   * `nextCursor` goes on from there.
+   */
+  async function attemptLog (
+    p: Principal,
+    subscriptionId: string,
+    o: { limit: number, cursor?: string | undefined, filter?: AttemptFilter }
+  ): Promise<{ entries: AttemptLogEntry[], nextCursor: string | null, searchedTo: Date | null }> {
+    const scope = attemptsScope(p, subscriptionId)
+    let after: { at: Date, id: string } | undefined
+    if (o.cursor !== undefined) {
+      const at = opts.cursors.decode(scope, o.cursor, isAttemptPosition)
+      if (at === undefined) throw errors.invalidCursor()
+      after = { at: new Date(at[0]), id: at[1] }
+    }
+    const s = await owned(p, subscriptionId)
+    const page = await log.page(s.id, { limit: o.limit, scanLimit: LOG_SCAN_LIMIT, after, filter: o.filter ?? {} })
+    return {
+      entries: page.entries,
+      nextCursor: page.next &&
+        opts.cursors.encode(scope, [page.next.at.toISOString(), page.next.id] satisfies AttemptPosition),
+      searchedTo: page.searchedTo
+    }
   }
 
   return {
@@ -157,27 +204,69 @@ export function createWebhookService (
       return { ok: true, modified: removed ? 1 : 0 }
     },
 
-    /** The subscription's attempts, newest first, a page at a time. */
+    attemptLog,
+
+    /** The subscription's attempts, newest first, a page at a time: the wire shape of the log. */
     async attempts (
       p: Principal, subscriptionId: string, limit = 50, cursor?: string
     ): Promise<Static<typeof AttemptLog>> {
-      const scope = attemptsScope(p, subscriptionId)
-      let before: { at: Date, id: string } | undefined
-      if (cursor !== undefined) {
-        const at = opts.cursors.decode(scope, cursor, isAttemptPosition)
-        if (at === undefined) throw errors.invalidCursor()
-        before = { at: new Date(at[0]), id: at[1] }
-      }
+      const page = await attemptLog(p, subscriptionId, { limit, cursor })
+      return { attempts: page.entries.map(attemptView), next_cursor: page.nextCursor }
+    },
+
+    /** One delivery of the subscription, with its event's body and every attempt, newest first. */
+    async delivery (
+      p: Principal, subscriptionId: string, deliveryId: string
+    ): Promise<{ delivery: DeliveryDetail, attempts: AttemptLogEntry[] }> {
       const s = await owned(p, subscriptionId)
-      const page = await queue.attempts(s.id, limit + 1, before)
-      const shown = page.slice(0, limit)
-      const last = shown.at(-1)
-      return {
-        attempts: shown.map(attemptView),
-        next_cursor: page.length > limit && last
-          ? opts.cursors.encode(scope, [last.attemptedAt.toISOString(), last.id] satisfies AttemptPosition)
-          : null
+      const delivery = await log.delivery(s.id, deliveryId)
+      if (!delivery) throw errors.deliveryNotFound()
+      return { delivery, attempts: await log.attemptsOf(delivery.id) }
+    },
+
+    /**
+     * A subscription of one of the developer's apps, with the principal of its install (what the install's own
+     * token would act as); an unknown id and anyone else's subscription are the same not found.
+     */
+    async ownedByDeveloper (ownerSub: string, subscriptionId: string): Promise<{
+      principal: Principal
+      subscription: TenantSubscription
+      install: OwnedSubscription['install']
+    }> {
+      const found = await subscriptions.findOwned(subscriptionId)
+      if (!found || found.ownerSub === null || found.ownerSub !== ownerSub) throw errors.subscriptionNotFound()
+      const { subscription, install } = found
+      const principal: Principal = Object.freeze({
+        installId: install.installId,
+        clientId: install.clientId,
+        appSlug: install.appSlug,
+        orgRefId: subscription.orgRefId,
+        entityRefId: subscription.entityRefId,
+        scopes: Object.freeze([...install.scopes])
+      })
+      return { principal, subscription, install }
+    },
+
+    /** The subscriptions of every install of an app (its owner checked by the caller), failing ones first. */
+    async appSubscriptions (
+      clientId: string, o: { limit: number, cursor?: string | undefined }
+    ): Promise<{ subscriptions: TenantSubscription[], nextCursor: string | null }> {
+      let after: AppListPosition | undefined
+      if (o.cursor !== undefined) {
+        after = opts.cursors.decode(appScope(clientId), o.cursor, isAppListPosition)
+        if (after === undefined) throw errors.invalidCursor()
       }
+      const rows = await subscriptions.listForApp(clientId, o.limit + 1, after)
+      const shown = rows.slice(0, o.limit)
+      return {
+        subscriptions: shown.map(r => r.subscription),
+        nextCursor: rows.length > o.limit ? opts.cursors.encode(appScope(clientId), shown.at(-1)!.position) : null
+      }
+    },
+
+    /** The apps' webhook activity per hour from `since`, oldest first (hours without any are absent). */
+    activity (clientIds: string[], since: Date): Promise<Array<ActivityHour & { clientId: string }>> {
+      return log.activity(clientIds, since)
     },
 
     /**

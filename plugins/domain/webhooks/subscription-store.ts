@@ -15,6 +15,22 @@ export interface Subscription {
   consecutiveFailures: number
 }
 
+/** A subscription with its tenant, as an app's developer sees it among all of the app's installs. */
+export interface TenantSubscription extends Subscription {
+  orgRefId: string
+  entityRefId: string
+}
+
+/** A subscription with the install it belongs to and the developer who owns the install's app. */
+export interface OwnedSubscription {
+  subscription: TenantSubscription
+  install: { installId: string, clientId: string, appSlug: string, appName: string, scopes: string[] }
+  ownerSub: string | null
+}
+
+/** A position in an app's subscription list: its rank (failing, disabled, healthy), creation time and id. */
+export type AppListPosition = readonly [rank: number, createdAt: string, id: string]
+
 export interface NewSubscription {
   id: string
   installId: string
@@ -41,6 +57,11 @@ interface SubscriptionRow {
 const SUBSCRIPTION_COLUMNS = `id, install_id, topics, target_url, is_active, disabled_reason, created_at,
                               last_delivery_at, last_delivery_status, consecutive_failures`
 
+interface TenantRow extends SubscriptionRow { org_ref_id: string, entity_ref_id: string }
+
+/** Failing first, then disabled, then healthy: where a developer looks first. */
+const RANK = '(case when s.is_active and s.consecutive_failures > 0 then 0 when not s.is_active then 1 else 2 end)'
+
 const toSubscription = (r: SubscriptionRow): Subscription => ({
   id: r.id,
   installId: r.install_id,
@@ -53,6 +74,12 @@ const toSubscription = (r: SubscriptionRow): Subscription => ({
   lastDeliveryStatus: r.last_delivery_status,
   consecutiveFailures: r.consecutive_failures
 })
+
+const prefixed = (alias: string): string =>
+  SUBSCRIPTION_COLUMNS.split(',').map(c => `${alias}.${c.trim()}`).join(', ')
+
+const toTenantSubscription = (r: TenantRow): TenantSubscription =>
+  ({ ...toSubscription(r), orgRefId: r.org_ref_id, entityRefId: r.entity_ref_id })
 
 /**
  * The webhook subscriptions: creation under the per-install limit, reads scoped to their install, secret rotation
@@ -144,6 +171,57 @@ export function createSubscriptionStore (db: Db) {
         [id, secretCiphertext, overlapS]
       )
       return row && { previousExpiresAt: row.expires }
+    },
+
+    /** A subscription with its install and the owner of the install's app; undefined for an unknown id. */
+    async findOwned (id: string): Promise<OwnedSubscription | undefined> {
+      const [row] = await db.query<TenantRow & {
+        client_id: string
+        slug: string
+        name: string
+        scopes: string[]
+        owner_sub: string | null
+      }>(
+        `select ${prefixed('s')}, s.org_ref_id, s.entity_ref_id, i.client_id, a.slug, a.name, i.scopes, a.owner_sub
+           from webhook_subscriptions s
+           join installs i on i.install_id = s.install_id
+           join apps a on a.client_id = i.client_id
+          where s.id = $1`,
+        [id]
+      )
+      return row && {
+        subscription: toTenantSubscription(row),
+        install: {
+          installId: row.install_id,
+          clientId: row.client_id,
+          appSlug: row.slug,
+          appName: row.name,
+          scopes: row.scopes
+        },
+        ownerSub: row.owner_sub
+      }
+    },
+
+    /**
+     * The subscriptions of every install of an app, active or not, failing ones first, then disabled, then
+     * healthy, each group oldest first; `after`: the page after this position.
+     */
+    async listForApp (clientId: string, limit: number, after?: AppListPosition): Promise<Array<{
+      subscription: TenantSubscription
+      position: AppListPosition
+    }>> {
+      const rows = await db.query<TenantRow & { rank: number }>(
+        `select ${prefixed('s')}, s.org_ref_id, s.entity_ref_id, ${RANK} as rank
+           from installs i join webhook_subscriptions s on s.install_id = i.install_id
+          where i.client_id = $1 and ($2::int is null or (${RANK}, s.created_at, s.id) > ($2, $3, $4))
+          order by rank, s.created_at, s.id
+          limit $5`,
+        [clientId, after?.[0] ?? null, after?.[1] ?? null, after?.[2] ?? null, limit]
+      )
+      return rows.map(r => ({
+        subscription: toTenantSubscription(r),
+        position: [r.rank, r.created_at.toISOString(), r.id] as const
+      }))
     },
 
     disable

@@ -1,6 +1,6 @@
 // The delivery queue's store (plugins/domain/webhooks/delivery-queue-store.ts) against the database under test,
 // driven by hand as the worker and the service drive it: the fan-out of events into deliveries and its wake-up, a
-// claim's lease ended by its recorded result, the attempt log's pages, expired leases, cancellation, retry, replay
+// claim's lease ended by its recorded result, expired leases, cancellation, retry, replay
 // and the gauges' readings. The fairness of claims has its own file (fair-claims.db.test.ts).
 import t, { type Test } from 'tap'
 import { newEvent, newEvents } from '../../../../../plugins/domain/events/store.js'
@@ -163,31 +163,6 @@ t.test('a claim holds a lease until its result is recorded; a failure is pending
   t.ok(await queue.retryNow(sub, failed.id), 'retry now')
   t.same((await claim()).map(c => [c.id, c.attempts]), [[failed.id, 1]], 'due again at once')
   t.notOk(await queue.retryNow(await subscribe(i), failed.id), "not through another subscription's")
-})
-
-t.test('the attempt log: newest first, a page at a time, with the delivery it belongs to', async t => {
-  await emptyQueue(t)
-  const i = await install(app)
-  const sub = await subscribe(i)
-  await app.db.tx(q => queue.fanOut(q, eventsFor(i, 3)))
-  const claimed = await claim()
-  const t0 = Date.now() - 60_000
-  await record(claimed.map((c, k) => result(c, { attemptedAt: new Date(t0 + k * 1000), status: 200 + k })))
-
-  const all = await queue.attempts(sub, 10)
-  t.same(all.map(a => a.responseStatus), [202, 201, 200], 'newest first')
-  t.match(all[0], {
-    deliveryId: claimed[2]!.id,
-    eventId: claimed[2]!.eventId,
-    topic: 'invoice.paid',
-    attempt: 1,
-    deliveryStatus: 'succeeded',
-    requestHeaders: { 'webhook-id': claimed[2]!.eventId }
-  })
-  const first = await queue.attempts(sub, 2)
-  const rest = await queue.attempts(sub, 2, { at: first[1]!.attemptedAt, id: first[1]!.id })
-  t.same([...first, ...rest].map(a => a.id), all.map(a => a.id), 'the pages join without a gap or a repeat')
-  t.same(await queue.attempts(await subscribe(i), 10), [], "another subscription's log is its own")
 })
 
 t.test('reap releases the leases that expired and no other; cancel and cancelPending end what is pending', async t => {
