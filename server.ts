@@ -1,4 +1,5 @@
 import { buildApp } from './app.js'
+import { ensureDevelopmentSandbox } from './cli/dev-sandbox.js'
 import { ConfigError, loadConfig, StartupError, type Config } from './plugins/infrastructure/config/index.js'
 import { closeGracefully } from './plugins/infrastructure/lifecycle.js'
 
@@ -7,7 +8,9 @@ const SHUTDOWN_GRACE_MS = 25_000
 /** The development user of the banner's examples. */
 const BANNER_USER = { sub: 'dev-user', orgRefId: 'org_1', entityRefIds: ['ent_1'] }
 
-function newcomerBanner (config: Config, url: string, signInLink: string): string {
+function newcomerBanner (
+  config: Config, url: string, signInLink: string, sandbox: { clientId: string, clientSecret: string } | undefined
+): string {
   const lines = [
     '',
     `marketplace-gateway is listening on ${url}`,
@@ -29,11 +32,21 @@ function newcomerBanner (config: Config, url: string, signInLink: string): strin
     `  curl -s ${url}/apps -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' \\`,
     '    -d \'{"slug":"my-app","name":"My App","redirect_uris":["https://example.com/callback"],"scopes":["invoices:read"]}\'',
     '',
-    'Dashboard: open this sign-in link as dev-user of org_1 (valid 10 min, usable once; docs/dashboard.md):',
+    'Dashboard: open this sign-in link as dev-user of org_1 (valid 10 min, usable once; docs/dashboard.md); it shows',
+    'dev-user\'s apps (the Sandbox App at first), their installs and webhook deliveries, and org_1\'s connected apps:',
     `  ${signInLink}`,
     '  a new one: npx marketplace-gateway dashboard-link --sub dev-user --org org_1 --entity ent_1',
     ''
   )
+  if (sandbox) {
+    lines.push(
+      'Made the Sandbox App for dev-user, installed in org_1/ent_1. Its credentials, shown only now (they serve in',
+      'README.md\'s journey like those of an app you register):',
+      `  client_id     ${sandbox.clientId}`,
+      `  client_secret ${sandbox.clientSecret}`,
+      ''
+    )
+  }
   return lines.join('\n')
 }
 
@@ -68,9 +81,11 @@ export async function serve (config: Config): Promise<void> {
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${port}`
   if (config.nodeEnv !== 'production') {
-    // The same user as the banner's user-token example, so that the apps they register show in the dashboard.
+    // The same user as the banner's user-token example, so that the apps they register show in the dashboard; on a
+    // first start the sandbox app is theirs already, installed in their entity.
+    const sandbox = await ensureDevelopmentSandbox(app, BANNER_USER)
     const link = app.signInLinks.issue(BANNER_USER)
-    process.stdout.write(newcomerBanner(config, url, link) + '\n')
+    process.stdout.write(newcomerBanner(config, url, link, sandbox) + '\n')
   }
 }
 

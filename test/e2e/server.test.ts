@@ -46,6 +46,9 @@ t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM
   t.match(s.output(), `${url}/docs`, 'points at the docs')
   t.match(s.output(), 'user-token', 'and at the next step')
   t.match(s.output(), 'dev secrets', 'says the secrets were generated')
+  t.match(s.output(), /Made the Sandbox App[\s\S]*client_id\s+app_\S+\s+client_secret\s+mgs_\S+/,
+    'made the sandbox app for the dashboard, with its credentials once')
+  t.match(s.output(), /\/dashboard\/sign-in\?token=\S+/, 'and a dashboard sign-in link')
   t.equal((await fetch(`${url}/health/ready`)).status, 200)
   // A self-registered client, which only the command line can disable (the client-key test below).
   const registered = await fetch(`${url}/oauth/register`, {
