@@ -296,10 +296,31 @@ function undocumentedOperations (app: AppInstance): Operation[] {
     op('GET', '/docs/json'),
     op('GET', '/docs/yaml'),
     op('GET', '/docs/*'),
-    // The dashboard's pages and its one action so far (routes/dashboard): HTML, signed in by the user session.
+    // The dashboard's pages and actions (routes/dashboard): HTML, signed in by the user session. The actions
+    // mostly meet the form-token check; what they parse before it is fuzzed all the same.
     ...['/dashboard', '/dashboard/', '/dashboard/sign-in', '/dashboard/event-types', '/dashboard/style.css',
-      '/dashboard/icon.svg'].map(path => op('GET', path)),
-    op('POST', '/dashboard/sign-out')
+      '/dashboard/icon.svg', '/dashboard/apps', '/dashboard/apps/:clientId',
+      '/dashboard/webhooks/:subscriptionId/deliveries/:deliveryId', '/dashboard/connections']
+      .map(path => op('GET', path)),
+    ...['/dashboard/apps/:clientId/installs', '/dashboard/apps/:clientId/webhooks'].map(path =>
+      op('GET', path, { query: { cursor: { type: 'string' } } })),
+    op('GET', '/dashboard/webhooks/:subscriptionId', {
+      query: Object.fromEntries(['status', 'topic', 'since', 'until', 'event_id', 'cursor']
+        .map(k => [k, { type: 'string' }])),
+      goodQuery: fc.constantFrom('status=failed', 'topic=invoice.paid&since=2026-11-01T00%3A00',
+        'since=2026-11-01T00%3A00&until=2026-11-02T00%3A00Z', 'event_id=evt_x', '')
+    }),
+    ...['/dashboard/sign-out', '/dashboard/apps/:clientId/api-key',
+      '/dashboard/webhooks/:subscriptionId/deliveries/:deliveryId/retry', '/dashboard/webhooks/:subscriptionId/replay',
+      '/dashboard/webhooks/:subscriptionId/test', '/dashboard/webhooks/:subscriptionId/rotate-secret',
+      '/dashboard/connections/:installId/uninstall'].map(path => op('POST', path, {
+      forms: true,
+      body: {
+        type: 'object',
+        properties: Object.fromEntries(['_csrf', 'enabled', 'since', 'until', 'status', 'back', 'replay_key']
+          .map(k => [k, { type: 'string' }]))
+      }
+    }))
   ]
 }
 
