@@ -105,7 +105,7 @@ function backTo (subscriptionId: string, back: string | undefined): string {
 const developerPages: FastifyPluginAsyncTypebox<DashboardRouteOptions> = async (app, { kit, action }) => {
   const { sendPage, requirePageUser, formToken, redirectWithNotice, title } = kit
   const page = { onRequest: requirePageUser }
-  const topics = [...new Set([...eventCatalog().event_types.map(t => t.name)])]
+  const topics = eventCatalog().event_types.map(t => t.name)
   const topicSet = new Set(topics)
   const sub = (request: FastifyRequest): string => request.sessionUser!.sub
 
