@@ -22,7 +22,7 @@ create table webhook_activity_hours (
 -- The attempts already in the log, counted once; a delivery whose last attempt failed and that is no longer
 -- pending ran out of attempts (or was cancelled; before this table the two were not told apart).
 insert into webhook_activity_hours (client_id, hour, succeeded, failed, exhausted)
-select i.client_id, date_trunc('hour', a.attempted_at),
+select i.client_id, date_trunc('hour', a.attempted_at, 'UTC'),
        count(*) filter (where a.response_status between 200 and 299),
        count(*) filter (where a.response_status not between 200 and 299),
        count(*) filter (where a.response_status not between 200 and 299 and d.status = 'failed'
@@ -32,6 +32,12 @@ select i.client_id, date_trunc('hour', a.attempted_at),
   join webhook_subscriptions s on s.id = a.subscription_id
   join installs i on i.install_id = s.install_id
  group by 1, 2;
+
+-- A subscription's log in the order its pages show it, newest first and then by id: a page, its cursor and its
+-- time bounds are one index range read in order under the page's LIMIT, with no sort, in a prepared statement's
+-- generic plan as well. Covers what webhook_attempts_subscription did.
+create index webhook_attempts_log on webhook_attempts (subscription_id, attempted_at desc, id desc);
+drop index webhook_attempts_subscription;
 
 -- A delivery's attempts (its page) and an event's deliveries (the log's event filter).
 create index webhook_attempts_delivery on webhook_attempts (delivery_id, attempt);

@@ -23,7 +23,7 @@ const connectionPages: FastifyPluginAsyncTypebox<DashboardRouteOptions> = async 
   app.post('/connections/:installId/uninstall', {
     schema: {
       ...schema,
-      params: Type.Object({ installId: Type.String({ minLength: 1, maxLength: 200 }) }),
+      params: Type.Object({ installId: Type.String({ minLength: 1 }) }),
       body: Type.Object({ _csrf: Type.Optional(Type.String()) })
     },
     ...action

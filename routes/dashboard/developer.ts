@@ -23,7 +23,8 @@ const HOUR_MS = 3_600_000
 const PAGE_SIZE = 50
 /** How long the replaced secret signs beside a new one when a page rotates it (what the API does by default). */
 const ROTATION_OVERLAP_HOURS = 24
-const Id = Type.String({ minLength: 1, maxLength: 200 })
+/** An id in a path: any length the router takes (a longer segment is 414), unknown ones are the same 404 page. */
+const Id = Type.String({ minLength: 1 })
 const Cursor = Type.Optional(Type.String({ maxLength: 1000 }))
 /** A form's fields: the form token and whatever else the form carries, as text. */
 const Form = <T extends TProperties>(fields: T) => Type.Object({ _csrf: Type.Optional(Type.String()), ...fields })

@@ -107,10 +107,15 @@ export function createInstallStore (db: Db) {
       return rows.map(r => toStored(r).install)
     },
 
-    /** An app's installs, uninstalled ones included, oldest first; `after`: the page after this position. */
+    /**
+     * An app's installs, uninstalled ones included, oldest first; `after`: the page after this position. The
+     * position's install is compared at its stored time: a creation time is kept to the microsecond, and the
+     * position's (a JavaScript Date's) only to the millisecond.
+     */
     async listForApp (clientId: string, limit: number, after?: InstallPosition): Promise<Install[]> {
       const rows = await db.query<Row>(
-        `${SELECT} where i.client_id = $1 and ($2::timestamptz is null or (i.created_at, i.install_id) > ($2, $3))
+        `${SELECT} where i.client_id = $1 and ($2::timestamptz is null or (i.created_at, i.install_id) >
+           (coalesce((select created_at from installs where install_id = $3), $2), $3))
           order by i.created_at, i.install_id limit $4`,
         [clientId, after?.[0] ?? null, after?.[1] ?? null, limit]
       )
@@ -144,7 +149,7 @@ export function createInstallStore (db: Db) {
     async noteUse (installId: string, at: Date): Promise<void> {
       await db.query(
         `update installs set last_used_at = $2
-          where install_id = $1 and (last_used_at is null or last_used_at <= $2 - interval '1 minute')`,
+          where install_id = $1 and (last_used_at is null or last_used_at <= $2::timestamptz - interval '1 minute')`,
         [installId, at]
       )
     },

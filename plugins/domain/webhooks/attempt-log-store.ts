@@ -126,6 +126,15 @@ export function createAttemptLogStore (db: Db) {
      * A page of a subscription's log, newest first, after `after`. Time and event bounds are index ranges; the
      * outcome and topic filters are checked on at most `scanLimit` attempts, so that a filter matching nothing in
      * a long log costs one bounded read, and the page says how far it searched.
+     *
+     * The statement holds only the conditions given (one text per combination, at most 64): the service prepares
+     * its statements, and a prepared statement's generic plan cannot drop a `($n is null or …)` condition, so such
+     * a condition would leave the cursor and the time bounds out of the index range (a later page read every newer
+     * attempt of the log) and the event filter outside the index of its deliveries (it read the whole log). The
+     * page's attempts are read in log order and looked up in their deliveries and events one by one as they come
+     * (`offset 0` keeps each lookup a nested loop on the primary key: the planner cannot estimate the outcome
+     * filter and would otherwise hash the whole deliveries table), so a filtered page stops once it is full; the
+     * window that says how far it searched (`scanLimit` attempts) is read from the index alone.
      */
     async page (
       subscriptionId: string,
@@ -133,38 +142,45 @@ export function createAttemptLogStore (db: Db) {
     ): Promise<LogPage> {
       const f = o.filter
       const filtered = f.outcome !== undefined || f.topic !== undefined
+      const params: unknown[] = [subscriptionId]
+      const arg = (value: unknown): string => `$${params.push(value)}`
+      const bounds = ['a.subscription_id = $1']
+      if (o.after) bounds.push(`(a.attempted_at, a.id) < (${arg(o.after.at)}::timestamptz, ${arg(o.after.id)}::text)`)
+      if (f.since !== undefined) bounds.push(`a.attempted_at >= ${arg(f.since)}::timestamptz`)
+      if (f.until !== undefined) bounds.push(`a.attempted_at < ${arg(f.until)}::timestamptz`)
+      if (f.eventId !== undefined) {
+        bounds.push(`a.delivery_id in
+                 (select id from webhook_deliveries where event_id = ${arg(f.eventId)}::text and subscription_id = $1)`)
+      }
+      const checks = ['true']
+      if (f.topic !== undefined) checks.push(`e.topic = ${arg(f.topic)}::text`)
+      if (f.outcome !== undefined) {
+        checks.push(`${arg(f.outcome)}::text = case when a.response_status between 200 and 299 then 'succeeded'
+                                                   when d.status = 'pending' then 'pending' else 'failed' end`)
+      }
+      const window = arg(filtered ? o.scanLimit : o.limit + 1)
+      const attempts = `select a.* from webhook_attempts a where ${bounds.join(' and ')}
+                          order by a.attempted_at desc, a.id desc limit ${window}`
       const rows = await db.query<AttemptLogRow & { scanned: number, end_at: Date | null, end_id: string | null }>(
         `with window_ as (
-           select a.id, a.attempted_at
-             from webhook_attempts a
-            where a.subscription_id = $1
-              and ($2::timestamptz is null or (a.attempted_at, a.id) < ($2, $3))
-              and ($4::timestamptz is null or a.attempted_at >= $4)
-              and ($5::timestamptz is null or a.attempted_at < $5)
-              and ($6::text is null or a.delivery_id in
-                    (select id from webhook_deliveries where event_id = $6 and subscription_id = $1))
-            order by a.attempted_at desc, a.id desc
-            limit $7
+           select a.id, a.attempted_at from (${attempts}) a
          ), scan as (
            select count(*)::int as scanned, min(attempted_at) as end_at,
                   (select id from window_ order by attempted_at, id limit 1) as end_id
              from window_
          ), matched as (
            select ${ENTRY_COLUMNS}
-             from window_ w
-             join webhook_attempts a on a.id = w.id
-             join webhook_deliveries d on d.id = a.delivery_id
-             join webhook_events e on e.id = d.event_id
-            where ($8::text is null or e.topic = $8)
-              and ($9::text is null or $9 = case when a.response_status between 200 and 299 then 'succeeded'
-                                                  when d.status = 'pending' then 'pending' else 'failed' end)
+             from (${attempts}) a
+             cross join lateral (select d.event_id, d.status, d.attempts, d.next_attempt_at from webhook_deliveries d
+                                  where d.id = a.delivery_id offset 0) d
+             cross join lateral (select e.topic from webhook_events e where e.id = d.event_id offset 0) e
+            where ${checks.join(' and ')}
             order by a.attempted_at desc, a.id desc
-            limit $10 + 1
+            limit ${arg(o.limit + 1)}
          )
          select m.*, s.scanned, s.end_at, s.end_id from scan s left join matched m on true
           order by m.attempted_at desc, m.id desc`,
-        [subscriptionId, o.after?.at ?? null, o.after?.id ?? null, f.since ?? null, f.until ?? null,
-          f.eventId ?? null, filtered ? o.scanLimit : o.limit + 1, f.topic ?? null, f.outcome ?? null, o.limit]
+        params
       )
       const { scanned, end_at: endAt, end_id: endId } = rows[0]!
       const entries = rows.filter(r => r.id !== null).map(toEntry)

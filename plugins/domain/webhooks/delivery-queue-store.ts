@@ -159,9 +159,10 @@ export function createDeliveryQueueStore (db: Db) {
            from unnest($1::text[], $3::int[], $12::bool[], $13::timestamptz[]) as r(id, attempt, succeeded, next_at)
            where d.id = r.id
          ), activity as (
-           -- The app's hourly figures (the dashboard's), in key order so that concurrent flushes lock alike.
+           -- The app's hourly figures (the dashboard's), in key order so that concurrent flushes lock alike. Hours
+           -- of UTC, as the pages count them, whatever the session's time zone.
            insert into webhook_activity_hours as h (client_id, hour, succeeded, failed, exhausted)
-           select i.client_id, date_trunc('hour', r.attempted_at),
+           select i.client_id, date_trunc('hour', r.attempted_at, 'UTC'),
                   count(*) filter (where r.succeeded), count(*) filter (where not r.succeeded),
                   count(*) filter (where not r.succeeded and r.next_at is null)
              from unnest($2::text[], $4::timestamptz[], $12::bool[], $13::timestamptz[])
