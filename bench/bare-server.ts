@@ -10,20 +10,20 @@
  * JSON it answers) or BARE_BODY_FILE (a file holding it, for bodies too large for the environment). With BARE_RAW=1
  * it sends the body's text as it is, as `application/json; charset=utf-8`, the way the service sends stored records;
  * otherwise it returns the parsed object, which Fastify serializes on every request, the way the service answers
- * /me. `GET /health` answers 200.
+ * /me. With BARE_PAGES_FILE instead (bench/dashboard.ts: a JSON array of HTML texts) it answers `GET /page/:n` with
+ * the n-th text as `text/html; charset=utf-8`, the way the dashboard sends its pages. `GET /health` answers 200.
  */
 import { readFileSync } from 'node:fs'
 import Fastify, { LogController } from 'fastify'
 import requestLog, { genReqId, loggerOptions } from '../plugins/infrastructure/request-log.js'
 
-const { PORT, LOG_LEVEL, BARE_PATH, BARE_BODY_FILE, BARE_RAW } = process.env
+const { PORT, LOG_LEVEL, BARE_PATH, BARE_BODY_FILE, BARE_RAW, BARE_PAGES_FILE } = process.env
 const BARE_BODY = BARE_BODY_FILE ? readFileSync(BARE_BODY_FILE, 'utf8') : process.env.BARE_BODY
-if (!PORT || !LOG_LEVEL || !BARE_PATH || !BARE_BODY) {
-  console.error('bench/bare-server.ts: run it from bench/me.ts or bench/records.ts (PORT, LOG_LEVEL, BARE_PATH, ' +
-    'BARE_BODY or BARE_BODY_FILE)')
+if (!PORT || !LOG_LEVEL || (!BARE_PAGES_FILE && (!BARE_PATH || !BARE_BODY))) {
+  console.error('bench/bare-server.ts: run it from bench/me.ts, bench/records.ts or bench/dashboard.ts (PORT, ' +
+    'LOG_LEVEL, BARE_PATH and BARE_BODY or BARE_BODY_FILE, or BARE_PAGES_FILE)')
   process.exit(2)
 }
-const body: unknown = JSON.parse(BARE_BODY)
 
 const app = Fastify({
   logger: loggerOptions(LOG_LEVEL),
@@ -32,10 +32,15 @@ const app = Fastify({
   genReqId
 })
 await app.register(requestLog)
-if (BARE_RAW === '1') {
-  app.get(BARE_PATH, async (_request, reply) => reply.type('application/json; charset=utf-8').send(BARE_BODY))
+if (BARE_PAGES_FILE) {
+  const pages = JSON.parse(readFileSync(BARE_PAGES_FILE, 'utf8')) as string[]
+  app.get<{ Params: { n: string } }>('/page/:n', async (request, reply) =>
+    reply.type('text/html; charset=utf-8').send(pages[Number(request.params.n)]))
+} else if (BARE_RAW === '1') {
+  app.get(BARE_PATH!, async (_request, reply) => reply.type('application/json; charset=utf-8').send(BARE_BODY))
 } else {
-  app.get(BARE_PATH, async () => body)
+  const body: unknown = JSON.parse(BARE_BODY!)
+  app.get(BARE_PATH!, async () => body)
 }
 app.get('/health', async () => ({ status: 'ok' }))
 await app.listen({ host: '127.0.0.1', port: Number(PORT) })

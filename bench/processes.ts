@@ -118,18 +118,22 @@ async function start (
   }
 }
 
-/** A server, ready when `http://127.0.0.1:port` + `readyPath` answers 200. */
+/**
+ * A server, ready when `http://127.0.0.1:port` + `readyPath` answers 200; its standard output is dropped, or read
+ * through a pipe by `onOutput` (as a log collector reads it).
+ */
 export async function startServer (
-  opts: StartOptions & { port: number, readyPath: string }
+  opts: StartOptions & { port: number, readyPath: string, onOutput?: (text: string) => void }
 ): Promise<ServerProcess> {
   const url = `http://127.0.0.1:${opts.port}`
   const ready = () => fetch(url + opts.readyPath).then(r => r.ok, () => false)
-  return { ...await start(opts, ready), url }
+  return { ...await start(opts, ready, opts.onOutput), url }
 }
 
 /**
  * The service as users start it, `npm start`, in production mode on `port`; with `nodeArgs` (a profiler's flags,
- * which Node refuses in NODE_OPTIONS) it is what `npm start` runs, `node <nodeArgs> dist/cli.js serve`.
+ * which Node refuses in NODE_OPTIONS) it is what `npm start` runs, `node <nodeArgs> dist/cli.js serve`. Its log
+ * lines (standard output) are dropped, or read by `onOutput`.
  */
 export function startService (opts: {
   cleanups: Cleanup[]
@@ -137,10 +141,12 @@ export function startService (opts: {
   port: number
   logLevel: string
   nodeArgs?: string[]
+  onOutput?: (text: string) => void
 }): Promise<ServerProcess> {
   return startServer({
     name: 'service',
     cleanups: opts.cleanups,
+    ...(opts.onOutput && { onOutput: opts.onOutput }),
     ...(opts.nodeArgs
       ? { command: process.execPath, args: [...opts.nodeArgs, 'dist/cli.js', 'serve'] }
       : { command: 'npm', args: ['start', '--silent'] }),

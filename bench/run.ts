@@ -31,6 +31,16 @@ const BRIEF: Record<string, Record<string, string>> = {
   fairness: { BENCH_SECONDS: '5', BENCH_PHASES: 'slow,dead,flaky,burst' },
   workers: { BENCH_EVENTS: '500', BENCH_WORKERS: '1,2' },
   events: { BENCH_SECONDS: '3' },
+  dashboard: {
+    BENCH_ATTEMPTS: '20000',
+    BENCH_BIG_ATTEMPTS: '19000',
+    BENCH_OTHER_INSTALLS: '1000',
+    BENCH_PAGES: 'apps,webhooks,log,log-topic,log-later,delivery,connections',
+    BENCH_SECONDS: '1',
+    BENCH_ROUNDS: '1',
+    BENCH_WARMUP: '1',
+    BENCH_EXPLAIN: 'off'
+  },
   records: {
     BENCH_INVOICES: '10000,100000',
     BENCH_SECONDS: '2',

@@ -113,12 +113,16 @@ export function createInstallStore (db: Db) {
      * position's (a JavaScript Date's) only to the millisecond.
      */
     async listForApp (clientId: string, limit: number, after?: InstallPosition): Promise<Install[]> {
-      const rows = await db.query<Row>(
-        `${SELECT} where i.client_id = $1 and ($2::timestamptz is null or (i.created_at, i.install_id) >
-           (coalesce((select created_at from installs where install_id = $3), $2), $3))
-          order by i.created_at, i.install_id limit $4`,
-        [clientId, after?.[0] ?? null, after?.[1] ?? null, limit]
-      )
+      // Two statements, not one with `($2 is null or …)`: a prepared statement's generic plan could not take the
+      // position as the start of its index range, and a later page would read every install before it.
+      const rows = after
+        ? await db.query<Row>(
+          `${SELECT} where i.client_id = $1 and (i.created_at, i.install_id) >
+             (coalesce((select created_at from installs where install_id = $3), $2::timestamptz), $3)
+            order by i.created_at, i.install_id limit $4`,
+          [clientId, after[0], after[1], limit])
+        : await db.query<Row>(`${SELECT} where i.client_id = $1 order by i.created_at, i.install_id limit $2`,
+          [clientId, limit])
       return rows.map(r => toStored(r).install)
     },
 

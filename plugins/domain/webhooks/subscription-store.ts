@@ -205,7 +205,9 @@ export function createSubscriptionStore (db: Db) {
     /**
      * The subscriptions of every install of an app, active or not, failing ones first, then disabled, then
      * healthy, each group oldest first; `after`: the page after this position, its subscription compared at its
-     * stored creation time (kept to the microsecond; the position's only to the millisecond).
+     * stored creation time (kept to the microsecond; the position's only to the millisecond). The app's installs
+     * are read from their index and each one's subscriptions from theirs (`offset 0` keeps the lookups a nested
+     * loop): the cost follows the app's subscriptions, never every subscription of every app.
      */
     async listForApp (clientId: string, limit: number, after?: AppListPosition): Promise<Array<{
       subscription: TenantSubscription
@@ -213,7 +215,8 @@ export function createSubscriptionStore (db: Db) {
     }>> {
       const rows = await db.query<TenantRow & { rank: number }>(
         `select ${prefixed('s')}, s.org_ref_id, s.entity_ref_id, ${RANK} as rank
-           from installs i join webhook_subscriptions s on s.install_id = i.install_id
+           from installs i
+           cross join lateral (select * from webhook_subscriptions s where s.install_id = i.install_id offset 0) s
           where i.client_id = $1 and ($2::int is null or (${RANK}, s.created_at, s.id) >
                 ($2, coalesce((select created_at from webhook_subscriptions where id = $4), $3::timestamptz), $4))
           order by rank, s.created_at, s.id
