@@ -3,10 +3,28 @@
 // the deliveries' states, the subscription's counters and the app's hourly activity).
 import { randomBytes } from 'node:crypto'
 import {
-  createDeliveryQueueStore, type AttemptResult
+  createDeliveryQueueStore, type AttemptResult, type ClaimedDelivery
 } from '../../plugins/domain/webhooks/delivery-queue-store.js'
 import { counterUpdates } from '../../plugins/domain/webhooks/worker.js'
 import type { Db, Queryable } from '../../plugins/infrastructure/db/index.js'
+
+/** The result of an attempt at `c`, as the worker records it: a success unless `over` says otherwise. */
+export const attemptResult = (c: ClaimedDelivery, over: Partial<AttemptResult> = {}): AttemptResult => ({
+  deliveryId: c.id,
+  subscriptionId: c.subscriptionId,
+  attempt: c.attempts + 1,
+  attemptedAt: new Date(),
+  durationMs: 3,
+  status: 200,
+  responseBody: 'ok',
+  error: null,
+  errorClass: null,
+  requestHeaders: { 'webhook-id': c.eventId },
+  responseHeaders: {},
+  succeeded: true,
+  nextAttemptAt: null,
+  ...over
+})
 
 /** The subscription the rows belong to: its id and tenant. */
 export interface LogSubscription { id: string, orgRefId: string, entityRefId: string }

@@ -15,7 +15,7 @@ import { createSubscriptionStore } from '../../../../../plugins/domain/webhooks/
 import { counterUpdates } from '../../../../../plugins/domain/webhooks/worker.js'
 import { build, install, unique, type Installed } from '../../../../support/helper.js'
 import {
-  newestFirst, recordAttempts, seedAttempts, type LogSubscription, type Seeded
+  attemptResult as result, newestFirst, recordAttempts, seedAttempts, type LogSubscription, type Seeded
 } from '../../../../support/attempt-log.js'
 import { cancelPending } from '../../../../support/queue-time.js'
 
@@ -55,24 +55,6 @@ async function emptyQueue (t: Test): Promise<void> {
 }
 
 const claim = (): Promise<ClaimedDelivery[]> => app.db.tx(q => queue.claim(q, 'test-worker', 100, 60, CAPS))
-
-/** The result of an attempt at `c`: a success unless `over` says otherwise. */
-const result = (c: ClaimedDelivery, over: Partial<AttemptResult> = {}): AttemptResult => ({
-  deliveryId: c.id,
-  subscriptionId: c.subscriptionId,
-  attempt: c.attempts + 1,
-  attemptedAt: new Date(),
-  durationMs: 3,
-  status: 200,
-  responseBody: 'ok',
-  error: null,
-  errorClass: null,
-  requestHeaders: { 'webhook-id': c.eventId },
-  responseHeaders: {},
-  succeeded: true,
-  nextAttemptAt: null,
-  ...over
-})
 
 const record = (results: AttemptResult[]) => app.db.tx(q => queue.record(q, results, counterUpdates(results)))
 

@@ -10,6 +10,7 @@ import {
 import { createSubscriptionStore } from '../../../../../plugins/domain/webhooks/subscription-store.js'
 import { counterUpdates } from '../../../../../plugins/domain/webhooks/worker.js'
 import { build, eventually, install, unique, type Installed } from '../../../../support/helper.js'
+import { attemptResult as result } from '../../../../support/attempt-log.js'
 import { cancelPending, leaseExpired } from '../../../../support/queue-time.js'
 
 const app = await build(t, { WEBHOOK_WORKER: 'false' })
@@ -57,24 +58,6 @@ async function emptyQueue (t: Test): Promise<void> {
 
 const claim = (limit = 100): Promise<ClaimedDelivery[]> =>
   app.db.tx(q => queue.claim(q, 'test-worker', limit, LEASE_S, CAPS))
-
-/** The result of an attempt at `c`: a success unless `over` says otherwise. */
-const result = (c: ClaimedDelivery, over: Partial<AttemptResult> = {}): AttemptResult => ({
-  deliveryId: c.id,
-  subscriptionId: c.subscriptionId,
-  attempt: c.attempts + 1,
-  attemptedAt: new Date(),
-  durationMs: 3,
-  status: 200,
-  responseBody: 'ok',
-  error: null,
-  errorClass: null,
-  requestHeaders: { 'webhook-id': c.eventId },
-  responseHeaders: {},
-  succeeded: true,
-  nextAttemptAt: null,
-  ...over
-})
 
 const record = (results: AttemptResult[]) => app.db.tx(q => queue.record(q, results, counterUpdates(results)))
 
