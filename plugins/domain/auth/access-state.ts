@@ -9,6 +9,16 @@ export type Principal = Readonly<Pick<Install, PrincipalFields>> & {
   readonly scopes: readonly string[]
 }
 
+/** An install's principal: what a request acts as; frozen, as every request the cached state serves shares it. */
+export const principalOf = (i: Pick<Install, PrincipalFields | 'scopes'>): Principal => Object.freeze({
+  installId: i.installId,
+  clientId: i.clientId,
+  appSlug: i.appSlug,
+  orgRefId: i.orgRefId,
+  entityRefId: i.entityRefId,
+  scopes: Object.freeze([...i.scopes])
+})
+
 /** What the database says about an install and its app: the authority behind every access token. */
 export interface AccessState {
   /** Built once per load, so that the requests it serves share it instead of each copying it. */
@@ -78,10 +88,9 @@ export default fp(async (app) => {
   async function load (id: string): Promise<AccessState | undefined> {
     const stored = await installs.find(id)
     if (!stored) return undefined
-    const { installId, clientId, appSlug, orgRefId, entityRefId, scopes, status } = stored.install
     return {
-      principal: Object.freeze({ installId, clientId, appSlug, orgRefId, entityRefId, scopes: Object.freeze(scopes) }),
-      status,
+      principal: principalOf(stored.install),
+      status: stored.install.status,
       apiKeyEnabled: stored.access.apiKeyEnabled,
       keyDisabledAt: stored.access.keyDisabledAt?.getTime() ?? null,
       tokensRevokedAt: stored.access.tokensRevokedAt?.getTime() ?? null

@@ -10,7 +10,7 @@ import type {
   RetryAccepted,
   SubscriptionListing
 } from '../../../schemas/webhooks.js'
-import type { Principal } from '../auth/access-state.js'
+import { principalOf, type Principal } from '../auth/access-state.js'
 import type { Db } from '../../infrastructure/db/types.js'
 import { errors } from '../../infrastructure/errors.js'
 import { newEvent } from '../events/store.js'
@@ -236,14 +236,8 @@ export function createWebhookService (
       const found = await subscriptions.findOwned(subscriptionId)
       if (!found || found.ownerSub === null || found.ownerSub !== ownerSub) throw errors.subscriptionNotFound()
       const { subscription, install } = found
-      const principal: Principal = Object.freeze({
-        installId: install.installId,
-        clientId: install.clientId,
-        appSlug: install.appSlug,
-        orgRefId: subscription.orgRefId,
-        entityRefId: subscription.entityRefId,
-        scopes: Object.freeze([...install.scopes])
-      })
+      const { orgRefId, entityRefId } = subscription
+      const principal = principalOf({ ...install, orgRefId, entityRefId })
       return { principal, subscription, install }
     },
 
