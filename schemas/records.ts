@@ -251,3 +251,104 @@ export const idParam = (what: string, example: string) =>
 
 export const RECORD_SCHEMAS = { invoice: Invoice, bill: Bill, customer: Customer }
 export const RECORD_SAMPLES = { invoice: INVOICE_EXAMPLE, bill: BILL_EXAMPLE, customer: CUSTOMER_EXAMPLE }
+
+/** The five buckets of an aged report's entry and totals, in the order they are written. */
+const bucketFields = (what: string): Record<string, TSchema> => ({
+  current: Money(`${what} not yet due (due_date on or after as_of).`),
+  '1_30': Money(`${what} 1 to 30 days overdue.`),
+  '31_60': Money(`${what} 31 to 60 days overdue.`),
+  '61_90': Money(`${what} 61 to 90 days overdue.`),
+  over_90: Money(`${what} more than 90 days overdue.`),
+  total: Money(`${what} in all: the sum of the five buckets.`),
+  count: Type.Integer({ minimum: 1, description: 'Open documents counted.' })
+})
+
+const AGED_EXAMPLE_DATES = { as_of: '2026-11-27', oldest_due_date: '2026-08-01' }
+
+/**
+ * The aged receivables (invoices, `customer`) or payables (bills, `supplier`) report: its query (REST query string
+ * and MCP tool arguments) and its answer (docs/records.md#aged-receivables-and-payables).
+ */
+function agedReport (title: string, party: 'customer' | 'supplier') {
+  const what = party === 'customer' ? 'Owed by customers,' : 'Owed to suppliers,'
+  const Query = Type.Object({
+    as_of: Type.Optional(Type.String({
+      format: 'date',
+      description: 'The day overdue days are counted to, YYYY-MM-DD; default today (UTC).',
+      examples: [AGED_EXAMPLE_DATES.as_of]
+    })),
+    [`${party}_id`]: Type.Optional(Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: `Only this ${party}.`,
+      examples: [party === 'customer' ? INVOICE_EXAMPLE.customer.id : BILL_EXAMPLE.supplier.id]
+    })),
+    currency: Type.Optional(Type.String({
+      pattern: '^[A-Z]{3}$', description: 'Only documents in this currency (ISO 4217).', examples: ['EUR']
+    })),
+    limit: Type.Optional(Type.Integer({
+      minimum: 1, maximum: 100, description: 'Contacts per page, 1–100; default 50.', examples: [50]
+    })),
+    cursor: Type.Optional(Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      description: 'next_cursor of the previous page, with the same other arguments. Opaque.',
+      examples: [SAMPLE_CURSOR]
+    }))
+  }, { additionalProperties: false })
+
+  const Total = Type.Object({ currency: Currency, ...bucketFields(what) }, {
+    title: `${title}Total`, additionalProperties: false
+  })
+  const Contact = Type.Object({
+    [party]: Party(party === 'customer' ? 'AgedCustomer' : 'AgedSupplier', party),
+    currency: Currency,
+    ...bucketFields(what),
+    oldest_due_date: DateOnly('The earliest due date of the documents counted, YYYY-MM-DD.')
+  }, { title: `${title}Contact`, additionalProperties: false })
+  const sums = {
+    current: '1303.05', '1_30': '0.00', '31_60': '575.00', '61_90': '0.00', over_90: '240.00', total: '2118.05'
+  }
+  const Report = Type.Object({
+    as_of: DateOnly('The day overdue days were counted to.'),
+    totals: Type.Array(Total, {
+      description: 'One entry per currency, by currency code, over every contact (not only this page).'
+    }),
+    contacts: Type.Array(Contact, {
+      description: 'One entry per contact and currency, the most overdue first: by over_90, 61_90, 31_60, 1_30 ' +
+        'and current, each descending (in the currency\'s minor units), then by contact id.'
+    }),
+    next_cursor: NextCursor
+  }, {
+    title,
+    additionalProperties: false,
+    examples: [{
+      as_of: AGED_EXAMPLE_DATES.as_of,
+      totals: [{ currency: 'EUR', ...sums, count: 4 }],
+      contacts: [{
+        [party]: party === 'customer' ? INVOICE_EXAMPLE.customer : BILL_EXAMPLE.supplier,
+        currency: 'EUR',
+        ...sums,
+        count: 4,
+        oldest_due_date: AGED_EXAMPLE_DATES.oldest_due_date
+      }],
+      next_cursor: null
+    }]
+  })
+  return { Query, Report }
+}
+
+const receivables = agedReport('AgedReceivables', 'customer')
+const payables = agedReport('AgedPayables', 'supplier')
+export const AgedReceivablesQuery = receivables.Query
+export const AgedReceivables = receivables.Report
+export const AgedPayablesQuery = payables.Query
+export const AgedPayables = payables.Report
+export type AgedArgs = {
+  as_of?: string
+  customer_id?: string
+  supplier_id?: string
+  currency?: string
+  limit?: number
+  cursor?: string
+}

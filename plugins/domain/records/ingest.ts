@@ -57,6 +57,7 @@ const byKey = (a: RecordRow, b: RecordRow): number =>
 function toRow (kind: RecordKindName, e: Event): RecordRow {
   const r = e.data as Record<string, unknown>
   const document = RECORD_KINDS[kind].document
+  const currency = r.currency as string
   return {
     orgRefId: e.org_ref_id,
     entityRefId: e.entity_ref_id,
@@ -65,6 +66,10 @@ function toRow (kind: RecordKindName, e: Event): RecordRow {
     status: r.status as string,
     partyId: document ? (r[document.party] as { id: string }).id : null,
     dueDate: document ? (r.due_date as string) : null,
+    currency,
+    // Checked to have exactly the currency's minor digits: without the point, they are the minor units.
+    amountDueMinor: document ? (r.amount_due as string).replace('.', '') : null,
+    partyName: document ? (r[document.party] as { name: string }).name : null,
     body: JSON.stringify(r)
   }
 }

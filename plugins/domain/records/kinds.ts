@@ -1,7 +1,8 @@
 import type { TObject } from '@sinclair/typebox'
 import type { RecordKindName } from '../../../lib/topics.js'
 import {
-  Bill, BillListQuery, BillPage, Customer, CustomerListQuery, CustomerPage, Invoice, InvoiceListQuery, InvoicePage
+  AgedPayables, AgedPayablesQuery, AgedReceivables, AgedReceivablesQuery, Bill, BillListQuery, BillPage, Customer,
+  CustomerListQuery, CustomerPage, Invoice, InvoiceListQuery, InvoicePage
 } from '../../../schemas/records.js'
 
 /** What differs between the three record aggregates; everything else (store, service, routes, tools) is shared. */
@@ -16,9 +17,22 @@ export interface RecordKind {
   listQuery: TObject
   page: TObject
   /** Invoices and bills: the party (`customer`, `supplier`), its list filter, the sums and the due date. */
-  document?: { party: 'customer' | 'supplier', filter: 'customer_id' | 'supplier_id' }
+  document?: {
+    party: 'customer' | 'supplier'
+    filter: 'customer_id' | 'supplier_id'
+    /** Their aged report: its path under `reports/`, its MCP tool, its query and its answer. */
+    report: AgedReportKind
+  }
   /** An example id, for the documents. */
   exampleId: string
+}
+
+export interface AgedReportKind {
+  path: 'aged-receivables' | 'aged-payables'
+  tool: 'aged_receivables' | 'aged_payables'
+  title: 'Aged receivables' | 'Aged payables'
+  query: TObject
+  schema: TObject
 }
 
 export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
@@ -30,7 +44,17 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
     schema: Invoice,
     listQuery: InvoiceListQuery,
     page: InvoicePage,
-    document: { party: 'customer', filter: 'customer_id' },
+    document: {
+      party: 'customer',
+      filter: 'customer_id',
+      report: {
+        path: 'aged-receivables',
+        tool: 'aged_receivables',
+        title: 'Aged receivables',
+        query: AgedReceivablesQuery,
+        schema: AgedReceivables
+      }
+    },
     exampleId: 'inv_1042'
   },
   bill: {
@@ -41,7 +65,17 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
     schema: Bill,
     listQuery: BillListQuery,
     page: BillPage,
-    document: { party: 'supplier', filter: 'supplier_id' },
+    document: {
+      party: 'supplier',
+      filter: 'supplier_id',
+      report: {
+        path: 'aged-payables',
+        tool: 'aged_payables',
+        title: 'Aged payables',
+        query: AgedPayablesQuery,
+        schema: AgedPayables
+      }
+    },
     exampleId: 'bill_311'
   },
   customer: {

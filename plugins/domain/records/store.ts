@@ -11,6 +11,12 @@ export interface RecordRow {
   status: string
   partyId: string | null
   dueDate: string | null
+  /** The record's currency, and for invoices and bills what the aged reports add up (migrations/013). */
+  currency: string
+  /** amount_due in the currency's minor units, as an integer's digits; null for customers. */
+  amountDueMinor: string | null
+  /** The customer's or supplier's name on this record; null for customers. */
+  partyName: string | null
   body: string
 }
 
@@ -90,15 +96,17 @@ export function createRecordStore (db: Db, kind: RecordKind) {
       if (rows.length === 0) return
       const col = <K extends keyof RecordRow>(k: K) => rows.map(r => r[k])
       await q.query(
-        `insert into ${table} (org_ref_id, entity_ref_id, id, updated_at, status, party_id, due_date, body)
+        `insert into ${table} (org_ref_id, entity_ref_id, id, updated_at, status, party_id, due_date, currency,
+                               amount_due_minor, party_name, body)
          select * from unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::text[],
-                              $7::date[], $8::text[])
+                              $7::date[], $8::text[], $9::numeric[], $10::text[], $11::text[])
          on conflict (org_ref_id, entity_ref_id, id) do update
            set updated_at = excluded.updated_at, status = excluded.status, party_id = excluded.party_id,
-               due_date = excluded.due_date, body = excluded.body
+               due_date = excluded.due_date, currency = excluded.currency,
+               amount_due_minor = excluded.amount_due_minor, party_name = excluded.party_name, body = excluded.body
          where ${table}.updated_at < excluded.updated_at`,
         [col('orgRefId'), col('entityRefId'), col('id'), col('updatedAt'), col('status'), col('partyId'),
-          col('dueDate'), col('body')]
+          col('dueDate'), col('currency'), col('amountDueMinor'), col('partyName'), col('body')]
       )
     },
 

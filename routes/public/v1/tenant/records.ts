@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
 import { errors } from '../../../../plugins/infrastructure/errors.js'
 import { errorResponses, invalid, scopeError, TENANT_ERRORS } from '../../../../schemas/error-responses.js'
 import { TenantParams } from '../../../../schemas/identity.js'
 import { idParam, type ListArgs } from '../../../../schemas/records.js'
+import { sendJson } from '../send-json.js'
 
 const IfNoneMatch = Type.Object({
   'if-none-match': Type.Optional(Type.String({
@@ -29,12 +29,6 @@ function matches (header: string | undefined, etag: string): boolean {
     return tag === '*' || tag.replace(/^W\//, '') === etag
   })
 }
-
-/**
- * Sends JSON text as it is: Fastify serializes only what is not a string already. (The type provider knows only the
- * object shape of the response schema, which documents what this text is.)
- */
-const sendJson = (reply: FastifyReply, json: string) => reply.type('application/json; charset=utf-8').send(json)
 
 /**
  * The accounting read routes: for each record kind a list and a single record, each a call into its service

@@ -30,6 +30,9 @@ function row (tn: Tenant, id: string, ms: number, over: Partial<RecordRow> = {})
     status: 'open',
     partyId: null,
     dueDate: null,
+    currency: 'EUR',
+    amountDueMinor: null,
+    partyName: null,
     body: JSON.stringify({ id, ms }),
     ...over
   }
