@@ -45,6 +45,11 @@ const COVERAGE: Record<string, string> = {
   'docs/records.md › Incremental sync': RUN,
   'docs/records.md › Single records and ETag': RUN,
   'docs/records.md › Money': RUN,
+  'docs/records.md › Aged receivables and payables #1': RUN,
+  'docs/records.md › Aged receivables and payables #2': 'a sample answer: test/integration/docs/aged-reports.test.ts ' +
+    'seeds the same sandbox tenant and compares it with the service\'s answer',
+  'docs/records.md › Aged receivables and payables #3': 'a tool call: test/integration/docs/aged-reports.test.ts ' +
+    'sends it and compares its result with the answer shown',
   'docs/tooling.md › No import cycles: madge': RUN,
   'docs/webhook-delivery.md › Running workers apart from the API': RUN,
   'docs/webhooks.md › Subscribe': RUN,
@@ -124,7 +129,7 @@ t.test('docs/records.md and docs/producers.md, as written, on the sandbox of the
   // The README's steps 1 to 4 for an install's token, and its step 6 for the sandbox's records; the records.md
   // blocks in order, in the same shell. Added by the test: the token, for the steps below.
   const readme = atBase(walkthrough.slice(0, walkthrough.indexOf('# 5.')), base) + steps(walkthrough, 6, 7)
-  const reads = ['Routes and scopes', 'Lists', 'Paging', 'Single records and ETag']
+  const reads = ['Routes and scopes', 'Lists', 'Paging', 'Single records and ETag', 'Aged receivables and payables #1']
     .map(section => `echo "--- ${section}"\n` + block(`docs/records.md › ${section}`)).join('')
   const ran = await bash(readme + reads + 'echo "$ACCESS_TOKEN" > access-token\n', dir, env, 180_000)
   t.equal(ran.code, 0, ran.stderr.slice(-1000))
@@ -154,6 +159,14 @@ t.test('docs/records.md and docs/producers.md, as written, on the sandbox of the
   t.ok(ids.length > 100, `Paging: past the first page of 100 (${ids.length} invoices)`)
 
   t.same(section('Single records and ETag'), ['304'], 'ETag: the second request is 304')
+
+  const [receivables, payables] = section('Aged receivables and payables #1').map(l => JSON.parse(l))
+  t.equal(receivables.as_of, today, 'Aged: as of today by default')
+  t.ok(receivables.contacts.length === 3 && receivables.totals.length > 0, 'Aged: three customers, and the totals')
+  t.ok(receivables.contacts.every((c: { customer: { id: string } }) => /^cus_/.test(c.customer.id)),
+    'Aged: each a customer of the sandbox')
+  t.ok(payables.contacts.length > 0 && [...payables.totals, ...payables.contacts]
+    .every((c: { currency: string }) => c.currency === 'EUR'), 'Aged: what is owed to suppliers, in EUR')
 
   await t.test('the money example prints its exact sum', async t => {
     const snippet = block('docs/records.md › Money')
