@@ -49,6 +49,8 @@ t.test('the OpenAPI document is valid 3.1 and complete', async t => {
     [`get ${T}/bills/{id}`]: ['200', '304', ...TENANT, '404'],
     [`get ${T}/customers`]: ['200', '400', ...TENANT],
     [`get ${T}/customers/{id}`]: ['200', '304', ...TENANT, '404'],
+    [`get ${T}/reports/aged-receivables`]: ['200', '400', ...TENANT],
+    [`get ${T}/reports/aged-payables`]: ['200', '400', ...TENANT],
     [`post ${W}`]: ['201', '400', ...TENANT, '413', '415', '422'],
     [`get ${W}`]: ['200', '400', ...TENANT],
     [`delete ${W}/{subscriptionId}`]: ['200', ...TENANT],

@@ -81,6 +81,8 @@ t.test('the SDK client over real HTTP: initialize, tools/list = catalog, whoami 
     'tools/list matches the catalog exactly'
   )
   t.same(tools.map(tool => tool.name).sort(), [
+    'aged_payables',
+    'aged_receivables',
     'create_webhook_subscription',
     'delete_webhook_subscription',
     'get_bill',
