@@ -483,19 +483,73 @@ function pickCountry (r: Random): Country {
   return COUNTRIES.find(c => c.code === code)!
 }
 
-/** A party; `first` ones take each country in turn, so that from twelve customers every country is there. */
-function party (r: Random, id: string, first?: number): Party {
+/**
+ * A party; `first` ones take each country in turn, so that from twelve customers every country is there. Its name
+ * is one that no other party of the tenant has (`names`).
+ */
+function party (r: Random, names: PartyNames, id: string, first?: number): Party {
   const country = first !== undefined && first < COUNTRIES.length
     ? COUNTRIES[(first * 5) % COUNTRIES.length]!
     : pickCountry(r)
-  const [short, name] = country.company(r)
-  return {
-    id,
-    name,
-    short,
-    country,
-    city: r.pick(country.cities),
-    terms: Number(r.weighted({ 14: 2, 30: 6, 45: 2, 60: 1 }))
+  const drawn = country.company(r)
+  const city = r.pick(country.cities)
+  const terms = Number(r.weighted({ 14: 2, 30: 6, 45: 2, 60: 1 }))
+  const [short, name] = names.claim(country, city, drawn)
+  return { id, name, short, country, city, terms }
+}
+
+/**
+ * The names given to a tenant's parties, customers and suppliers alike: a name is unique within the tenant, so that
+ * an app or an agent that lists, groups or reports by name never merges two parties (a real ledger does not hold
+ * three customers called "Bergström Metalworks AB"). Both forms count: the short one also makes the e-mail domain
+ * and the bill numbers.
+ */
+class PartyNames {
+  private readonly taken = new Set<string>()
+  /** The last number given to a name qualified by its city, so that the next one starts after it. */
+  private readonly numbered = new Map<string, number>()
+  /** The stream of the names drawn again, made at the first one. */
+  private redraws: Random | undefined
+  /** Countries where eight names drawn again were all taken: their next parties go straight to the city's name. */
+  private readonly exhausted = new Set<string>()
+
+  constructor (private readonly seed: string) {}
+
+  /**
+   * `drawn` when it is free. Else other names of the country, drawn from a stream of their own (the tenant's stream,
+   * and so every other field of every record, stays as it was), and when eight of those are taken too (a large
+   * sandbox uses up a country's names, from then on), the drawn name with its city, then with its city and a number:
+   * that always ends.
+   */
+  claim (country: Country, city: City, drawn: [string, string]): [string, string] {
+    if (this.take(drawn)) return drawn
+    if (!this.exhausted.has(country.code)) {
+      const r = this.redraws ??= new Random(`${this.seed}/names`)
+      for (let i = 0; i < 8; i++) {
+        const other = country.company(r)
+        if (this.take(other)) return other
+      }
+      this.exhausted.add(country.code)
+    }
+    const [short, name] = drawn
+    const suffix = name.slice(short.length)
+    const base = `${short} ${city.city}`
+    for (let n = this.numbered.get(base) ?? 1; ; n++) {
+      const qualified = n === 1 ? base : `${base} ${n}`
+      const candidate: [string, string] = [qualified, qualified + suffix]
+      if (this.take(candidate)) {
+        this.numbered.set(base, n + 1)
+        return candidate
+      }
+    }
+  }
+
+  /** Claims both forms of a name; false, and nothing claimed, when either is taken. */
+  private take ([short, name]: [string, string]): boolean {
+    const keys = [`short:${slug(short)}`, `name:${name.toLowerCase()}`]
+    if (keys.some(k => this.taken.has(k))) return false
+    for (const k of keys) this.taken.add(k)
+    return true
   }
 }
 
@@ -738,9 +792,11 @@ export function * sandboxRecords (opts: SandboxOptions): Generator<SandboxRecord
   if (Number.isNaN(start) || iso(start).slice(0, 10) !== opts.asOf) throw new Error(`not a date: ${opts.asOf}`)
   const seed = seedOf(opts)
   const r = new Random(`${seed}/parties`)
-  const customerParties = Array.from({ length: opts.customers }, (_, i) => party(r, `cus_${pad(i + 1, 4)}`, i))
+  const names = new PartyNames(seed)
+  const customerParties = Array.from({ length: opts.customers },
+    (_, i) => party(r, names, `cus_${pad(i + 1, 4)}`, i))
   const supplierCount = Math.min(40, Math.max(3, Math.ceil(opts.bills / 8)))
-  const suppliers = Array.from({ length: supplierCount }, (_, i) => party(r, `sup_${pad(i + 1, 3)}`))
+  const suppliers = Array.from({ length: supplierCount }, (_, i) => party(r, names, `sup_${pad(i + 1, 3)}`))
   yield * customers(opts, start, customerParties)
   if (opts.invoices > 0 && customerParties.length === 0) throw new Error('invoices need at least one customer')
   const invoicePlan = plan(new Random(`${seed}/invoice-plan`), opts.invoices,

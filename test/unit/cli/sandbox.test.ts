@@ -150,6 +150,55 @@ t.test('property: any sizes, seed and as-of date give valid records with every s
     t.pass('valid, and every case present, for generated options')
   })
 
+/** Each party's name and e-mail domain by its id: the customers', and the suppliers' that have a bill. */
+function parties (records: SandboxRecord[]): Map<string, { name: string, domain?: string }> {
+  const out = new Map<string, { name: string, domain?: string }>()
+  for (const r of records) {
+    const d = r.events.at(-1)!.data as Json
+    if (r.kind === 'customer') {
+      out.set(r.id, { name: d.name as string, domain: (d.email as string | null)?.split('@')[1] })
+    } else if (r.kind === 'bill') {
+      const supplier = d.supplier as { id: string, name: string }
+      out.set(supplier.id, { name: supplier.name })
+    }
+  }
+  return out
+}
+
+/** The names (or domains) that more than one party has. */
+function shared (values: Array<string | undefined>): string[] {
+  const seen = new Set<string>()
+  const twice = new Set<string>()
+  for (const v of values) {
+    if (v === undefined) continue
+    const key = v.toLowerCase()
+    if (seen.has(key)) twice.add(v)
+    seen.add(key)
+  }
+  return [...twice]
+}
+
+t.test('a name belongs to one party of the tenant, customers and suppliers alike, however large', async t => {
+  // A thousand customers draw many a name two or three times from the same lists; six thousand use up the lists of
+  // every country.
+  for (const customers of [50, 1000, 6000]) {
+    const found = parties(all({ ...DEFAULTS, customers, invoices: 0, bills: 400 }))
+    t.ok(found.size > customers, `${customers} customers and the suppliers with a bill`)
+    const list = [...found.values()]
+    t.same(shared(list.map(p => p.name)), [], `${customers}: no name twice`)
+    t.same(shared(list.map(p => p.domain)), [], `${customers}: no e-mail domain twice, so no name with another form`)
+    if (customers === 6000) {
+      t.ok(list.some(p => / (Göteborg|Lyon|Nagoya|Sheffield|Pune)( \d+)? /.test(p.name)),
+        'when a country\'s names run out, a name is told apart by its city')
+    }
+  }
+  fc.assert(fc.property(fc.string({ maxLength: 12 }), fc.integer({ min: 1, max: 300 }), (seed, customers) => {
+    const list = [...parties(all({ ...DEFAULTS, seed, customers, invoices: 0, bills: 100 })).values()]
+    return shared(list.map(p => p.name)).length === 0
+  }), { numRuns: 20 })
+  t.pass('no name twice for generated seeds and sizes')
+})
+
 t.test('the tally counts each record by its last version', async t => {
   const opts = { ...DEFAULTS, customers: 4, invoices: 30, bills: 10 }
   const records = all(opts)
