@@ -21,8 +21,10 @@ for (let k = 0; k < events.length; k += 100) {
 }
 
 /** The JSON blocks of the section, after its commands: the answer, and the tool call. */
-const [answer, call] = [1, 2].map(n =>
-  JSON.parse(block(`docs/records.md › Aged receivables and payables #${n + 1}`)) as Record<string, any>)
+const shown = (n: number) =>
+  JSON.parse(block(`docs/records.md › Aged receivables and payables #${n}`)) as Record<string, any>
+const answer = shown(2)
+const call = shown(3)
 
 /**
  * The answer without its cursor's text, which is signed with the service's key (another in every deployment, and in
