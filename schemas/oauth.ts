@@ -45,7 +45,8 @@ export const TokenRequest = Type.Object({
   redirect_uri: Str('authorization_code grant: the redirect_uri of the authorization request.'),
   code_verifier: Str('authorization_code grant: the PKCE verifier.'),
   refresh_token: Str('refresh_token grant.'),
-  resource: Str('RFC 8707: the resource of the grant (optional; another one is invalid_target).'),
+  resource: Str('RFC 8707: the resource the access token is for, the MCP endpoint\'s URL or the public API base ' +
+    'URL (one consent covers both); default: the one the consent named. Any other is invalid_target.'),
   scope: Str('Ignored: the install\'s granted scopes are always returned.'),
   client_id: Str('Client authentication in the body (or use HTTP Basic).'),
   client_secret: Str('Client authentication in the body (or use HTTP Basic).')

@@ -59,7 +59,7 @@ declare module 'fastify' {
        * `issuedAtMs` comes from the database clock, the same clock that stamps a key disable, so that
        * "issued before the last disable" is decided without clock skew between instances.
        */
-      /** `resource`: the RFC 8707 resource the grant was made for; the MCP endpoint's URL joins the audience. */
+      /** `resource`: the RFC 8707 resource the token is for; the MCP endpoint's URL joins the audience. */
       issue(subject: TokenSubject, issuedAtMs: number, resource?: string | null): string
       /** Steps 2 and 3 of docs/rules.md#public-request-pipeline: throws the catalog error, or returns the claims. */
       verify(token: string, surface?: TokenSurface): VerifiedClaims

@@ -160,12 +160,13 @@ export function createOAuthService (deps: OAuthServiceDeps) {
 
   /**
    * Issues an access token and a new refresh token for the install, in the caller's transaction: a random one for
-   * a code, the derived successor (`successorOf`) for a refresh.
+   * a code, the derived successor (`successorOf`) for a refresh. The refresh token keeps the grant's resource
+   * (`granted`, what a refresh without `resource` falls back on); the access token is bound to `resource`.
    */
   async function issueTokens (
     q: Queryable,
     install: Install,
-    codeHash: string,
+    grant: { codeHash: string, granted: string | null },
     resource: string | null,
     refreshToken = randomToken('mrt_')
   ): Promise<TokenResponse & { hash: string }> {
@@ -174,8 +175,8 @@ export function createOAuthService (deps: OAuthServiceDeps) {
       tokenHash: hash,
       installId: install.installId,
       clientId: install.clientId,
-      codeHash,
-      resource,
+      codeHash: grant.codeHash,
+      resource: grant.granted,
       ttlS: REFRESH_TTL_S
     })
     return { hash, ...tokensFor(install, refreshToken, issuedMs, resource) }
@@ -196,18 +197,15 @@ export function createOAuthService (deps: OAuthServiceDeps) {
   const tokenResponse = ({ hash: _hash, ...response }: TokenResponse & { hash: string }): TokenResponse => response
 
   /**
-   * RFC 8707 at the token endpoint: no `resource` keeps the grant's; one that names another resource than the
-   * grant's, or one this server does not know, is `invalid_target`.
+   * RFC 8707 at the token endpoint, on either grant: what the access token is bound to. One consent covers both of
+   * the service's resources (same app, tenant and scopes), so a `resource` may name either, whichever the grant was
+   * made for: a client that consented for the public API and then meets the MCP endpoint refreshes for it, with no
+   * second consent. No `resource` keeps the grant's; one of any other host or path is `invalid_target`.
    */
   function tokenResource (granted: string | null, asked: string | undefined): string | null | ApiError {
     if (asked === undefined) return granted
-    const known = knownResource(asked)
-    if (!known || (granted !== null && known !== granted)) {
-      return errors.oauthInvalidTarget(granted === null
-        ? `resource must be ${resources.mcp} or ${resources.publicApi}.`
-        : `resource must be ${granted}, the resource this grant was made for.`)
-    }
-    return known
+    return knownResource(asked) ??
+      errors.oauthInvalidTarget(`resource must be ${resources.mcp} or ${resources.publicApi}.`)
   }
 
   /** Whether an instant stamped as an expiry has come, on the app's clock. */
@@ -296,7 +294,7 @@ export function createOAuthService (deps: OAuthServiceDeps) {
         await store.markCodeUsed(q, codeHash)
         const install = await installs.find(code.installId, q)
         if (install?.status !== 'active') return errors.oauthInvalidGrant('The install is no longer active.')
-        return tokenResponse(await issueTokens(q, install, codeHash, resource))
+        return tokenResponse(await issueTokens(q, install, { codeHash, granted: code.resource }, resource))
       })
       if (result instanceof ApiError) throw result
       return result
@@ -356,7 +354,8 @@ export function createOAuthService (deps: OAuthServiceDeps) {
         if (install?.status !== 'active') return invalid
         const resource = tokenResource(t.resource, p.resource)
         if (resource instanceof ApiError) return resource
-        const issued = await issueTokens(q, install, t.codeHash, resource, successorOf(hash))
+        const grant = { codeHash: t.codeHash, granted: t.resource }
+        const issued = await issueTokens(q, install, grant, resource, successorOf(hash))
         await store.markReplaced(q, hash, issued.hash)
         return tokenResponse(issued)
       })

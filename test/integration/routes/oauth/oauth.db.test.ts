@@ -1,6 +1,6 @@
 import t from 'tap'
 import { ManualClock } from '../../../support/clock.js'
-import { bearer, build, install, pkcePair, REDIRECT_URI, unique } from '../../../support/helper.js'
+import { bearer, build, install, ISSUER, pkcePair, REDIRECT_URI, unique } from '../../../support/helper.js'
 import type { AppInstance } from '../../../../app.js'
 
 // One app for the file: every test registers its own clients and users.
@@ -515,3 +515,143 @@ t.test('refresh after key disable, uninstall and revoke', async t => {
   t.equal(res.statusCode, 400)
   t.equal(res.json().error, 'invalid_grant', 'uninstalled')
 })
+
+t.test('one consent covers both resources: a token request may name either, and the access token follows it',
+  async t => {
+    const api = `${ISSUER}/public/v1`
+    const mcp = `${ISSUER}/mcp`
+    const audience = (token: string): unknown =>
+      JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).aud
+    const token = (i: { clientId: string, clientSecret: string }, body: Record<string, string>) =>
+      jsonPost(app, '/oauth/token', { ...body, client_id: i.clientId, client_secret: i.clientSecret })
+    const refresh = (i: { clientId: string, clientSecret: string }, refreshToken: string, resource?: string) =>
+      token(i, {
+        grant_type: 'refresh_token',
+        refresh_token: refreshToken,
+        ...(resource !== undefined && { resource })
+      })
+    // Where the token is taken: an MCP session opens with it (200), and GET /public/v1/me answers (200).
+    const surfaces = async (accessToken: string) => {
+      const initialize = await app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: { ...bearer(accessToken), accept: 'application/json, text/event-stream' },
+        payload: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'tap', version: '1' } }
+        }
+      })
+      const me = await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(accessToken) })
+      return { mcp: initialize.statusCode, api: me.statusCode }
+    }
+
+    await t.test('a grant made for the REST API refreshes for the MCP endpoint, no second consent', async t => {
+      for (const resource of [api, null]) {
+        const i = await install(app, { resource })
+        t.same(await surfaces(i.accessToken), { mcp: 401, api: 200 }, `consent for ${resource}: the API alone`)
+        const forMcp = await refresh(i, i.refreshToken, mcp)
+        t.equal(forMcp.statusCode, 200)
+        t.same(audience(forMcp.json().access_token), ['marketplace_app', mcp], 'bound to what the refresh named')
+        t.same(await surfaces(forMcp.json().access_token), { mcp: 200, api: 200 }, 'taken on both surfaces')
+        t.equal(forMcp.json().install_id, i.installId, 'the same install')
+        t.equal(forMcp.json().scope, 'invoices:read bills:read customers:read', 'with the same scopes')
+
+        // Without resource, the grant's: the consent named the API.
+        const plain = await refresh(i, forMcp.json().refresh_token)
+        t.equal(plain.statusCode, 200)
+        t.equal(audience(plain.json().access_token), 'marketplace_app', 'no resource: the resource of the consent')
+        const back = await refresh(i, plain.json().refresh_token, `${api}/`)
+        t.equal(back.statusCode, 200, 'a trailing slash is forgiven')
+        t.equal(audience(back.json().access_token), 'marketplace_app')
+      }
+    })
+
+    await t.test('a grant made for the MCP endpoint refreshes for the REST API alone', async t => {
+      const i = await install(app, { resource: mcp })
+      const forApi = await refresh(i, i.refreshToken, api)
+      t.equal(forApi.statusCode, 200)
+      t.equal(audience(forApi.json().access_token), 'marketplace_app')
+      t.same(await surfaces(forApi.json().access_token), { mcp: 401, api: 200 }, 'the API alone')
+      const plain = await refresh(i, forApi.json().refresh_token)
+      t.same(audience(plain.json().access_token), ['marketplace_app', mcp], 'no resource: the consent\'s')
+    })
+
+    await t.test('a resource of any other host or path is invalid_target, and uses up nothing', async t => {
+      const i = await install(app, { resource: api })
+      const body = {
+        error: 'invalid_target',
+        message: `resource must be ${mcp} or ${api}.`,
+        error_description: `resource must be ${mcp} or ${api}.`
+      }
+      for (const resource of ['https://evil.example/mcp', 'https://evil.example/public/v1', `${ISSUER}/other`,
+        `${ISSUER}/public/v2`, `${ISSUER}/mcp/tools`, `${ISSUER}/mcp?x=1`, `${ISSUER}:8443/mcp`, 'mcp', '']) {
+        const res = await refresh(i, i.refreshToken, resource)
+        t.equal(res.statusCode, 400, resource)
+        t.same(res.json(), body, resource)
+        t.equal(res.headers['cache-control'], 'no-store')
+      }
+      const after = await refresh(i, i.refreshToken, mcp)
+      t.equal(after.statusCode, 200, 'the refresh token was neither rotated nor revoked by the refusals')
+      const again = await refresh(i, after.json().refresh_token)
+      t.equal(again.statusCode, 200, '... and its successor rotates: no reuse was detected')
+    })
+
+    await t.test('rotation and reuse detection are the same whichever resource is named', async t => {
+      const i = await install(app, { resource: api })
+      const r0 = i.refreshToken
+      const first = await refresh(i, r0, mcp)
+      const r1 = first.json().refresh_token
+      const retry = await refresh(i, r0, api)
+      t.equal(retry.statusCode, 200, 'the token just replaced, within 30 s, for the other resource')
+      t.equal(retry.json().refresh_token, r1, 'the same successor')
+      t.equal(audience(retry.json().access_token), 'marketplace_app', 'its access token bound to what it named')
+      const second = await refresh(i, r1, mcp)
+      t.equal(second.statusCode, 200)
+      const reuse = await refresh(i, r0, mcp)
+      t.equal(reuse.statusCode, 400, 'an older token is reuse')
+      t.equal(reuse.json().error, 'invalid_grant')
+      t.equal((await refresh(i, second.json().refresh_token, mcp)).statusCode, 400,
+        'which revoked the install\'s tokens')
+    })
+
+    await t.test('the code exchange may name either resource too', async t => {
+      const client = await registerApp(app)
+      const user = userFor(app)
+      for (const [consented, asked, aud] of [
+        [api, mcp, ['marketplace_app', mcp]],
+        [mcp, api, 'marketplace_app'],
+        [api, undefined, 'marketplace_app'],
+        [mcp, undefined, ['marketplace_app', mcp]]
+      ] as Array<[string, string | undefined, unknown]>) {
+        const { verifier, challenge } = pkcePair()
+        const decision = await jsonPost(app, '/oauth/authorize', {
+          client_id: client.clientId,
+          redirect_uri: REDIRECT_URI,
+          code_challenge: challenge,
+          code_challenge_method: 'S256',
+          entity_ref_id: user.entity,
+          resource: consented,
+          decision: 'allow'
+        }, bearer(user.token))
+        const code = new URL(decision.headers.location as string).searchParams.get('code')!
+        const exchange = (resource: string | undefined) => token(client, {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: REDIRECT_URI,
+          code_verifier: verifier,
+          ...(resource !== undefined && { resource })
+        })
+        const foreign = await exchange('https://evil.example/mcp')
+        t.equal(foreign.statusCode, 400)
+        t.equal(foreign.json().error, 'invalid_target', 'a foreign resource, and the code is not used up')
+        const res = await exchange(asked)
+        t.equal(res.statusCode, 200, `consent for ${consented}, exchanged for ${asked ?? 'no resource'}`)
+        t.same(audience(res.json().access_token), aud)
+        const plain = await refresh(client, res.json().refresh_token)
+        t.same(audience(plain.json().access_token), consented === mcp ? ['marketplace_app', mcp] : 'marketplace_app',
+          'a refresh without resource: the consent\'s')
+      }
+    })
+  })
