@@ -144,8 +144,9 @@ export const errors = {
   mcpSessionNotFound: () => new JsonRpcHttpError(404, -32001, 'Session not found.'),
   mcpNoSession: () =>
     new JsonRpcHttpError(400, -32000, 'Bad Request: no valid session; send initialize first, without Mcp-Session-Id.'),
-  mcpRateLimited: (retryAfterSeconds: number) =>
-    new JsonRpcHttpError(429, -32000, 'Rate limit exceeded.', { 'retry-after': String(retryAfterSeconds) }),
+  /** With the id of the request it refuses, when the body was one request with an id. */
+  mcpRateLimited: (retryAfterSeconds: number, id: string | number | null = null) =>
+    new JsonRpcHttpError(429, -32000, 'Rate limit exceeded.', { 'retry-after': String(retryAfterSeconds) }, id),
   mcpForbidden: (message: string) => new JsonRpcHttpError(403, -32000, message),
   mcpParseError: (message: string) => new JsonRpcHttpError(400, -32700, `Parse error: ${message}`),
   mcpInvalidRequest: (status: number, message: string) =>

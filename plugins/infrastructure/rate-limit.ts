@@ -16,8 +16,61 @@ declare module 'fastify' {
      * once, rather than each waiting for its command to time out.
      */
     redisBypassed(): boolean
+    /**
+     * Counts requests against several budgets at once (`budgets`): counters under `nameSpace`, each budget's window
+     * `timeWindowMs` long.
+     */
+    rateBudgets(nameSpace: string, timeWindowMs: number): CountBudgets
   }
 }
+
+/** A budget a request counts against: what it counts (`ip:<address>`, `session:<id>`), how many a window allows. */
+export interface Budget { key: string, max: number }
+
+/**
+ * Counts one request against every budget it gives, and answers whether the request went over any of them: then
+ * with the seconds until every budget it went over has room again (Retry-After).
+ */
+export type CountBudgets = (budgets: Budget[]) => Promise<Verdict>
+export type Verdict = { exceeded: false } | { exceeded: true, retryAfterSeconds: number }
+
+/**
+ * The counts of several budgets in one script call: one round trip to Redis, so one request waits at most one
+ * command time-out however many budgets it counts against. Each key as the rate-limit plugin's own script counts it
+ * (the same keys, so both can count one budget): the first request of a window sets its expiry. A key left without
+ * an expiry (a write lost half-way) gets one again, so that it can never refuse for good.
+ */
+const COUNT_BUDGETS = `
+local window = tonumber(ARGV[1])
+local out = {}
+for _, key in ipairs(KEYS) do
+  local current = redis.call('INCR', key)
+  local ttl = window
+  if current == 1 then
+    redis.call('PEXPIRE', key, window)
+  else
+    ttl = redis.call('PTTL', key)
+    if ttl < 0 then
+      ttl = window
+      redis.call('PEXPIRE', key, window)
+    end
+  end
+  out[#out + 1] = current
+  out[#out + 1] = ttl
+end
+return out
+`
+type BudgetScript = (numberOfKeys: number, ...keysThenArgs: Array<string | number>) => Promise<number[]>
+
+interface Counted { current: number, ttl: number }
+interface LocalStore { incr(key: string, cb: (err: Error | null, res: Counted) => void, window: number): void }
+// The plugin's in-memory store (an LRU of 5,000 keys), for an instance without Redis.
+const PluginLocalStore = createRequire(import.meta.url)('@fastify/rate-limit/store/LocalStore.js') as
+  new (continueExceeding: boolean, exponentialBackoff: boolean) => LocalStore
+
+/** Why a Redis command failed, in the words of `dependency_errors_total`. */
+const redisErrorKind = (err: unknown): string =>
+  networkErrorKind(err) ?? (/timed out/i.test((err as Error)?.message ?? '') ? 'timeout' : 'error')
 
 /**
  * Bounds on every wait on Redis (docs/operations.md#time-outs). A command that gets no answer in COMMAND_MS fails
@@ -57,7 +110,40 @@ export default fp(
       }, REDIS_TIMEOUTS.PROBE_MS).unref()
       : undefined
     app.decorate('redis', redis)
-    app.decorate('redisBypassed', () => redis !== null && (redis.status !== 'ready' || !answering))
+    const bypassed = (): boolean => redis !== null && (redis.status !== 'ready' || !answering)
+    app.decorate('redisBypassed', bypassed)
+    redis?.defineCommand('mgCountBudgets', { lua: COUNT_BUDGETS })
+    app.decorate('rateBudgets', (nameSpace: string, timeWindowMs: number): CountBudgets => {
+      const verdict = (budgets: Budget[], counted: Counted[]): Verdict => {
+        const over = counted.filter((c, i) => c.current > budgets[i]!.max)
+        return over.length === 0
+          ? { exceeded: false }
+          : { exceeded: true, retryAfterSeconds: Math.ceil(Math.max(...over.map(c => c.ttl)) / 1000) }
+      }
+      if (!redis) {
+        const local = new PluginLocalStore(false, false)
+        return async budgets => verdict(budgets, budgets.map(b => {
+          let counted: Counted = { current: 0, ttl: 0 }
+          // The store answers at once.
+          local.incr(b.key, (_err, res) => { counted = res }, timeWindowMs)
+          return counted
+        }))
+      }
+      const script = (redis as unknown as { mgCountBudgets: BudgetScript }).mgCountBudgets.bind(redis)
+      return async budgets => {
+        // As the plugin's limiters: while Redis is silent, no request waits on it.
+        if (budgets.length === 0 || bypassed()) return { exceeded: false }
+        let flat: number[]
+        try {
+          flat = await script(budgets.length, ...budgets.map(b => nameSpace + b.key), timeWindowMs)
+        } catch (err) {
+          // Availability over strictness: the request goes through uncounted (fail open), as with skipOnError.
+          failed(redisErrorKind(err), err)
+          return { exceeded: false }
+        }
+        return verdict(budgets, budgets.map((_, i) => ({ current: flat[2 * i]!, ttl: flat[2 * i + 1]! })))
+      }
+    })
     app.addHook('onClose', async () => {
       clearInterval(probe)
       await redis?.quit().catch(() => redis.disconnect())

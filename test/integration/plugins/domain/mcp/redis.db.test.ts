@@ -1,6 +1,9 @@
+import { execFileSync } from 'node:child_process'
 import { randomInt } from 'node:crypto'
-import { Redis } from 'ioredis'
+import { Redis, type Command } from 'ioredis'
 import t from 'tap'
+import type { AppInstance } from '../../../../../app.js'
+import { startRedis } from '../../../../support/faults.js'
 import { bearer, build, install } from '../../../../support/helper.js'
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -33,15 +36,27 @@ const initialize = JSON.stringify({
   params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } }
 })
 
+const hasRedisServer = (() => {
+  try {
+    execFileSync('redis-server', ['--version'], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+})()
+
+/** Once the app's Redis connection is ready: until then an instance lets every request through uncounted. */
+const connected = (app: AppInstance): Promise<unknown> | undefined => app.redis!.status === 'ready'
+  ? undefined
+  : new Promise(resolve => app.redis!.once('ready', resolve))
+
 // Two instances on one Redis for the file (and, on Postgres, one database), reached through inject.
 const env = { REDIS_URL, MCP_RATE_LIMIT_IP: '10', MCP_ALLOW_ANONYMOUS: 'true' }
 const apps = skip ? [] : [await build(t, env), await build(t, env)]
 // Until its connection is ready an instance lets every request through uncounted
 // (plugins/infrastructure/rate-limit.ts): the tests start once both are. A connection attempt that times out on a
 // loaded machine is retried by the client; `once(…, 'ready')` would take its error event as the end.
-await Promise.all(apps.map(app => app.redis!.status === 'ready'
-  ? undefined
-  : new Promise(resolve => app.redis!.once('ready', resolve))))
+await Promise.all(apps.map(connected))
 // Redis counters outlive a run by up to a minute, and other runs may share the Redis: the requests come from
 // addresses drawn for this run (in 198.18.0.0/15, kept for tests), so that no count starts from another run's.
 const first = randomInt(65_000)
@@ -57,7 +72,7 @@ t.test('with REDIS_URL, two instances share the per-IP count', { skip }, async t
   for (const n of [0, 1]) {
     const res = await send(n)
     t.equal(res.statusCode, 429, 'the 11th and 12th are refused by either instance: the count is shared')
-    t.same(res.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
+    t.same(res.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: 1 })
   }
 })
 
@@ -88,7 +103,7 @@ t.test('with REDIS_URL, two instances share the per-install count of stateless r
   for (const n of [61, 62]) {
     const res = await list(n)
     t.equal(res.statusCode, 429, 'the 61st is refused by either instance: the count is shared')
-    t.same(res.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
+    t.same(res.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: n })
   }
 })
 
@@ -105,4 +120,47 @@ t.test('the Redis keys say what they count: namespace, then ip:, session: or ins
   // (Other runs may share the Redis and have left keys of their own: only this test's are looked at.)
   t.same(keys.filter(k => k.includes('undefined') && (k.endsWith(from) || k.endsWith(session))), [],
     'none of them names an undefined route')
+})
+
+t.test('Redis frozen: the per-IP and per-session counts wait on one command, and the request goes through', {
+  skip: skip || (hasRedisServer ? false : 'no redis-server to start and freeze')
+}, async t => {
+  // A Redis of the test's own, never the shared one: it is frozen (SIGSTOP), every connection left open.
+  const redis = await startRedis(t)
+  const app = await build(t, { REDIS_URL: redis.url, MCP_ALLOW_ANONYMOUS: 'true' })
+  await connected(app)
+  const from = address(50)
+  const init = await app.inject({
+    method: 'POST', url: '/mcp', remoteAddress: from, headers: ACCEPT, payload: initialize
+  })
+  t.equal(init.statusCode, 200)
+  const session = String(init.headers['mcp-session-id'])
+  const ping = () => app.inject({
+    method: 'POST',
+    url: '/mcp',
+    remoteAddress: from,
+    headers: { ...ACCEPT, 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' },
+    payload: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' })
+  })
+  // What the app asks Redis, and how each ends: the commands of the requests (the breaker's probe, a ping, aside).
+  const commands: Array<Promise<string>> = []
+  const client = app.redis!
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = (command: Command, ...rest) => {
+    if (command.name !== 'ping') {
+      commands.push(command.promise.then(() => 'answered', (err: Error) => err.message))
+    }
+    return send(command, ...rest)
+  }
+
+  t.equal((await ping()).statusCode, 200)
+  t.same(await Promise.all(commands.splice(0)), ['answered'], 'one command counts a request per IP and per session')
+
+  redis.freeze()
+  t.teardown(() => redis.thaw())
+  const res = await ping()
+  t.equal(res.statusCode, 200, 'Redis silent: the request is let through uncounted (fail open)')
+  t.same(await Promise.all(commands.splice(0)), ['Command timed out'],
+    'after one command time-out, not one for each count')
+  redis.thaw()
 })

@@ -529,11 +529,38 @@ t.test('rate limits: 60 a minute per session, 120 a minute per IP', async t => {
   }
   const limited = await ping(session)
   t.equal(limited.statusCode, 429, 'the 61st request in a session')
-  t.same(limited.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
+  t.same(limited.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: 2 },
+    'with the id of the request it refuses')
   t.ok(Number(limited.headers['retry-after']) > 0, 'with Retry-After')
+  // Over the limit, whatever the body: the id when it is one request with an id, else null (JSON-RPC 2.0).
+  const inSession = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' }
+  const refused = [
+    await post({ jsonrpc: '2.0', id: 'call-7', method: 'tools/list' }, inSession),
+    await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, inSession),
+    await post([{ jsonrpc: '2.0', id: 3, method: 'ping' }], inSession),
+    await post({ id: 4, method: 'ping' }, inSession),
+    await app.inject({
+      method: 'POST',
+      url: '/mcp',
+      remoteAddress: '192.0.2.10',
+      headers: { ...ACCEPT, ...inSession },
+      payload: '{"jsonrpc":"2.0","id":5,'
+    }),
+    await app.inject({
+      method: 'POST',
+      url: '/mcp',
+      remoteAddress: '192.0.2.10',
+      headers: { ...ACCEPT, ...inSession, 'content-type': 'text/plain' },
+      payload: 'ping'
+    })
+  ]
+  t.same(refused.map(r => [r.statusCode, r.json().id]), [
+    [429, 'call-7'], [429, null], [429, null], [429, null], [429, null], [429, null]
+  ], 'a string id; none for a notification, a batch, a message without "jsonrpc", a body that is not JSON, or of ' +
+    'another media type')
 
-  // 61 requests so far from this IP (1 initialize, 60 pings); 59 more across new sessions reach 120.
-  let used = 61
+  // 67 requests so far from this IP (1 initialize, 60 pings, 6 refused); more across new sessions reach 120.
+  let used = 61 + refused.length
   while (used < 120) {
     const s = await open()
     used++
@@ -541,7 +568,7 @@ t.test('rate limits: 60 a minute per session, 120 a minute per IP', async t => {
   }
   const ipLimited = await post(initialize)
   t.equal(ipLimited.statusCode, 429, 'the 121st request from one IP, across sessions')
-  t.same(ipLimited.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
+  t.same(ipLimited.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: 1 })
 })
 
 // Last: it closes the file's app.

@@ -291,7 +291,8 @@ t.test('rate limit: 60 stateless requests a minute per install, then 429; other 
   }
   const limited = await rawCall(target, i.accessToken, 'tools/list', {}, { id: 61 })
   t.equal(limited.status, 429, 'the 61st request of one install in a minute')
-  t.same(await limited.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: null })
+  t.same(await limited.json(), { jsonrpc: '2.0', error: { code: -32000, message: 'Rate limit exceeded.' }, id: 61 },
+    'with the id of the request it refuses')
   t.ok(Number(limited.headers.get('retry-after')) > 0, 'with Retry-After')
   const other = await rawCall(target, j.accessToken, 'tools/list')
   t.equal(other.status, 200, 'another install has its own budget')
