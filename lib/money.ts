@@ -45,6 +45,12 @@ export function decimals (value: string): number | undefined {
   return m ? (m[3]?.length ?? 0) : undefined
 }
 
+/**
+ * Whether a decimal string is zero written with a minus (`"-0"`, `"-0.00"`). It reads as a decimal but is not an
+ * amount: zero has no sign, and every app reading a record that kept one would have to know to drop it.
+ */
+export const isNegativeZero = (value: string): boolean => /^-0(?:\.0+)?$/.test(value)
+
 /** A decimal string as an integer count of 10^-scale units (the string must have at most `scale` decimals). */
 export function toUnits (value: string, scale: number): bigint {
   const m = DECIMAL.exec(value)

@@ -1,6 +1,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import { isRecordDate, isRecordInstant } from '../../../lib/dates.js'
-import { decimals, fromUnits, isCurrency, minorDigits, roundUnits, toUnits } from '../../../lib/money.js'
+import {
+  decimals, fromUnits, isCurrency, isNegativeZero, minorDigits, roundUnits, toUnits
+} from '../../../lib/money.js'
 import type { RecordKindName } from '../../../lib/topics.js'
 import type { ErrorBody } from '../../../schemas/errors.js'
 import { RECORD_KINDS } from './kinds.js'
@@ -65,10 +67,17 @@ export function recordProblems (kind: RecordKindName, data: unknown, at: string)
   }
   if (problems.some(p => p.path === `${at}/currency`)) return problems
   const digits = minorDigits(currency)
+  const zero = fromUnits(0n, digits)
   const money = (path: string, v: string): bigint | undefined => {
-    if (decimals(v) === digits) return toUnits(v, digits)
-    const plural = digits === 1 ? '' : 's'
-    problem(path, `must have ${digits} decimal${plural} for ${currency} (e.g. "${fromUnits(0n, digits)}")`)
+    if (decimals(v) !== digits) {
+      const plural = digits === 1 ? '' : 's'
+      problem(path, `must have ${digits} decimal${plural} for ${currency} (e.g. "${zero}")`)
+    } else if (isNegativeZero(v)) {
+      // The sums would hold (-0 = 0), so say it here, once, rather than let it through as sent.
+      problem(path, `must not be "${v}": a negative zero is not an amount (zero is "${zero}")`)
+    } else {
+      return toUnits(v, digits)
+    }
     return undefined
   }
 

@@ -1,6 +1,8 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { decimals, fromUnits, isCurrency, minorDigits, roundUnits, toUnits } from '../../../lib/money.js'
+import {
+  decimals, fromUnits, isCurrency, isNegativeZero, minorDigits, roundUnits, toUnits
+} from '../../../lib/money.js'
 
 t.test('isCurrency: ISO 4217 codes in circulation only', async t => {
   for (const code of ['EUR', 'USD', 'JPY', 'BHD', 'KWD', 'GBP', 'CHF', 'SEK', 'XOF']) t.ok(isCurrency(code), code)
@@ -42,6 +44,15 @@ t.test('decimals: the digits after the point of a decimal string; undefined when
     ['1,00', undefined], ['١٢', undefined], ['NaN', undefined], ['Infinity', undefined]
   ]
   for (const [value, expected] of cases) t.equal(decimals(value), expected, JSON.stringify(value))
+})
+
+t.test('isNegativeZero: zero with a minus, in any number of decimals; nothing else', async t => {
+  for (const value of ['-0', '-0.0', '-0.00', '-0.000', '-0.0000']) t.ok(isNegativeZero(value), value)
+  for (const value of ['0', '0.00', '-0.01', '-0.10', '-1', '-10', '-00', '-0.', '-.0', '-0.001', '0.-0', '']) {
+    t.notOk(isNegativeZero(value), JSON.stringify(value))
+  }
+  t.notOk([-1n, 0n, 1n].some(u => [0, 2, 3].some(digits => isNegativeZero(fromUnits(u, digits)))),
+    'fromUnits never writes one')
 })
 
 t.test('toUnits and fromUnits: examples', async t => {

@@ -91,7 +91,26 @@ t.test('each problem at its path, with its message', async t => {
     ['a quantity of 5 decimals', 'invoice', changed(inv, r => { r.line_items[0].quantity = '2.00000' }),
       [at('/data/line_items/0/quantity', 'must match pattern "^-?(0|[1-9][0-9]*)(\\.[0-9]{1,4})?$"')]],
     ['money as a number', 'invoice', changed(inv, r => { r.amount_paid = 0 }),
-      [at('/data/amount_paid', 'must be string')]]
+      [at('/data/amount_paid', 'must be string')]],
+    ['a negative zero', 'invoice', changed(inv, r => { r.amount_paid = '-0.00' }),
+      [at('/data/amount_paid', 'must not be "-0.00": a negative zero is not an amount (zero is "0.00")')]],
+    ['a negative zero on a line', 'invoice', changed(inv, r => { r.line_items[0].tax_amount = '-0.00' }),
+      [at('/data/line_items/0/tax_amount', 'must not be "-0.00": a negative zero is not an amount (zero is "0.00")')]],
+    ['a negative zero in JPY', 'invoice',
+      changed(invoice({ currency: 'JPY', line_items: [{ quantity: '1', unit_amount: '1200', tax_amount: '0' }] }),
+        r => { r.line_items[0].tax_amount = '-0' }),
+      [at('/data/line_items/0/tax_amount', 'must not be "-0": a negative zero is not an amount (zero is "0")')]],
+    ['a negative zero in BHD, where the sums hold', 'bill',
+      changed(bill({ currency: 'BHD', line_items: [{ quantity: '-2', unit_amount: '0.000', tax_amount: '0.000' }] }),
+        r => {
+          r.line_items[0].amount = '-0.000'
+          Object.assign(r, { subtotal: '-0.000', total: '-0.000' })
+        }),
+      [
+        at('/data/line_items/0/amount', 'must not be "-0.000": a negative zero is not an amount (zero is "0.000")'),
+        at('/data/subtotal', 'must not be "-0.000": a negative zero is not an amount (zero is "0.000")'),
+        at('/data/total', 'must not be "-0.000": a negative zero is not an amount (zero is "0.000")')
+      ]]
   ]
   for (const [name, kind, data, expected] of cases) {
     t.strictSame(recordProblems(kind, data, '/data'), expected, name)
