@@ -26,7 +26,7 @@ declare module 'fastify' {
     /** The MCP endpoint: a malformed request is a JSON-RPC parse error. */
     jsonRpcErrors?: boolean
     /** Pages a person opens: a browser (Accept: text/html) gets the error as this page, with the same status. */
-    htmlErrors?: (e: ApiError) => { headers: Record<string, string>, body: string }
+    htmlErrors?: (e: ApiError, request: FastifyRequest) => { headers: Record<string, string>, body: string }
   }
 }
 
@@ -128,7 +128,7 @@ export default fp(
       reply.header('x-request-id', request.id)
       const html = request.routeOptions.config?.htmlErrors
       if (html && wantsHtml(request)) {
-        const page = html(apiError)
+        const page = html(apiError, request)
         return reply.code(apiError.statusCode).headers({ ...apiError.headers, ...page.headers }).send(page.body)
       }
       return sendError(reply, apiError)

@@ -4,7 +4,7 @@ import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyError, FastifyRequest } from 'fastify'
-import { SIGN_IN_PATH } from '../../plugins/domain/auth/sign-in-links.js'
+import { returnPath, SIGN_IN_PATH } from '../../plugins/domain/auth/sign-in-links.js'
 import { SESSION_COOKIE } from '../../plugins/domain/auth/user-session.js'
 import { errors, toApiError } from '../../plugins/infrastructure/errors.js'
 import { eventCatalog } from '../../schemas/webhooks.js'
@@ -77,10 +77,14 @@ const dashboard: FastifyPluginAsyncTypebox = async app => {
     return reply.redirect(owns ? '/dashboard/apps' : '/dashboard/connections', 303)
   })
 
+  // `return_to`: where the browser goes once signed in (the consent page it came from), a path of this service only.
   app.get('/sign-in', {
-    schema: { ...schema, querystring: Type.Object({ token: Type.Optional(Type.String()) }) }
+    schema: {
+      ...schema,
+      querystring: Type.Object({ token: Type.Optional(Type.String()), return_to: Type.Optional(Type.String()) })
+    }
   }, async (request, reply) => {
-    const { token } = request.query
+    const { token, return_to: returnTo } = request.query
     if (token === undefined) {
       const user = sessionOf(request)
       return sendPage(request, reply, { title: pageTitle('Sign in'), main: signInMain(user?.sub), narrow: true })
@@ -89,7 +93,7 @@ const dashboard: FastifyPluginAsyncTypebox = async app => {
     reply.setCookie(SESSION_COOKIE, app.userSessions.sign(user, SESSION_TTL_SECONDS), {
       path: '/', httpOnly: true, sameSite: 'lax', secure, maxAge: SESSION_TTL_SECONDS
     })
-    return reply.redirect('/dashboard', 303)
+    return reply.redirect(returnPath(returnTo, ownOrigin) ?? '/dashboard', 303)
   })
 
   app.post('/sign-out', { schema, ...action }, async (_request, reply) => {

@@ -107,11 +107,39 @@ export function renderConsent (c: ConsentRequest, user: SessionUser): string {
   }).toString()
 }
 
-/** A browser-facing error of /oauth/authorize: the same status, code and message as the JSON answer. */
-export function renderErrorPage (e: ApiError): { headers: Record<string, string>, body: string } {
-  const signIn = e.statusCode === 401
-    ? html`
+/**
+ * Where a visitor without a session signs in from the consent page, to come back to the same authorization request:
+ * the accounting system's sign-in page (LOGIN_URL), or on a development machine a one-time sign-in link of the
+ * development user.
+ */
+export type SignIn =
+  | { kind: 'accounting-system', href: string }
+  | { kind: 'development', href: string, user: SessionUser }
+
+/** What the 401 page says to do: follow the sign-in link when there is one, else sign in and start again. */
+function signInStep (signIn: SignIn | undefined): Html {
+  if (signIn?.kind === 'accounting-system') {
+    return html`
+    <p><a href="${signIn.href}">Sign in to the accounting system</a>. You come back to this page afterwards.</p>`
+  }
+  if (signIn?.kind === 'development') {
+    return html`
+    <p>This is a development service, with no accounting system to sign in to.
+      <a href="${signIn.href}">Sign in as ${signIn.user.sub} of ${signIn.user.orgRefId}</a> (entity
+      ${signIn.user.entityRefIds.join(', ')}; a one-time link, valid 10 minutes). You come back to this page
+      afterwards.</p>`
+  }
+  return html`
     <p>Sign in to the accounting system, then open the link that brought you here again.</p>`
+}
+
+/**
+ * A browser-facing error of /oauth/authorize: the same status, code and message as the JSON answer. A 401 says how
+ * to sign in, with a link that comes back to the request when `signIn` gives one.
+ */
+export function renderErrorPage (e: ApiError, signIn?: SignIn): { headers: Record<string, string>, body: string } {
+  const next = e.statusCode === 401
+    ? signInStep(signIn)
     : html`
     <p>Go back to the app and start again; if this keeps happening, tell the app's developer what this page says.</p>`
   const title = e.statusCode === 401 ? 'Sign in to continue' : 'This request cannot be completed'
@@ -121,7 +149,7 @@ export function renderErrorPage (e: ApiError): { headers: Record<string, string>
       title,
       narrow: true,
       main: html`    <h1>${title}</h1>
-    <p>${e.message}</p>${signIn}
+    <p>${e.message}</p>${next}
     <p class="muted">Error code: <code>${e.code}</code></p>`
     }).toString()
   }

@@ -5,17 +5,21 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { anyOrigin, preflight } from '../../lib/open-cors.js'
 import { isCrossSite } from '../../lib/same-origin.js'
 import type { App } from '../../plugins/domain/common/clients.js'
+import { returnPath } from '../../plugins/domain/auth/sign-in-links.js'
 import { knownResources } from '../../plugins/domain/auth/tokens.js'
 import { ApiError, errors, wantsHtml } from '../../plugins/infrastructure/errors.js'
 import { BODY_ERRORS, errorResponses, SERVICE_ERRORS } from '../../schemas/error-responses.js'
+import { SAMPLE } from '../../schemas/examples.js'
 import { counters } from '../../plugins/infrastructure/rate-limit.js'
 import {
   AuthorizeDecision, AuthorizeQuery, Jwks, RegistrationRequest, RegistrationResponse, RevokeRequest, TokenRequest,
   TokenResponse
 } from '../../schemas/oauth.js'
-import { consentHeaders, renderConsent, renderErrorPage } from './consent-page.js'
+import { consentHeaders, renderConsent, renderErrorPage, type SignIn } from './consent-page.js'
 
 const GRANT_TYPES = ['authorization_code', 'refresh_token']
+/** The development user: the one a development start prints a dashboard sign-in link for. */
+const DEVELOPMENT_SUB = 'dev-user'
 
 /** RFC 6749 endpoints take forms (what OAuth libraries send); JSON is accepted too. */
 const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json']
@@ -71,27 +75,64 @@ function refuseCrossSite (request: FastifyRequest, ownOrigin: string): void {
 /** The OAuth endpoints (docs/rules.md#oauth-install-flow): consent, token, revocation, and the signing keys. */
 const oauth: FastifyPluginAsyncTypebox = async app => {
   await app.register(formbody)
-  const { publicBaseUrl, loginUrl, registrationRateLimit } = app.config
+  const { publicBaseUrl, loginUrl, registrationRateLimit, nodeEnv } = app.config
   const resources = knownResources(app.config)
   const ownOrigin = new URL(publicBaseUrl).origin
   const tags = ['oauth']
 
+  /** LOGIN_URL with `return_to`, the absolute URL of `path` (an authorization request), when there is one. */
+  function loginHref (login: string, path: string | undefined): string {
+    const to = new URL(login)
+    if (path !== undefined) to.searchParams.set('return_to', `${publicBaseUrl}${path}`)
+    return to.toString()
+  }
+
   /**
    * The consent page needs a signed-in user. A browser without a session goes to the accounting system's sign-in
-   * page when LOGIN_URL is set, with a `return_to` that brings it back here; otherwise it gets a page that says so.
+   * page when LOGIN_URL is set, with a `return_to` that brings it back here; otherwise it gets a page that says how
+   * to sign in (signInFor).
    */
   async function requireUserOrSignIn (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     try {
       request.sessionUser = app.userSessions.authenticate(request)
     } catch (err) {
       if (!(loginUrl && err instanceof ApiError && err.statusCode === 401 && wantsHtml(request))) throw err
-      const to = new URL(loginUrl)
-      to.searchParams.set('return_to', `${publicBaseUrl}${request.url}`)
-      return reply.redirect(to.toString(), 302)
+      return reply.redirect(loginHref(loginUrl, request.url), 302)
     }
   }
+
+  /**
+   * The authorization request a sign-in comes back to, as a path: this one; for the form's post, the consent page it
+   * was posted from (its Referer, which the page sends to its own origin).
+   */
+  function authorizationRequestOf (request: FastifyRequest): string | undefined {
+    if (request.method === 'GET') return request.url
+    const page = returnPath(request.headers.referer, ownOrigin)
+    return page?.startsWith('/oauth/authorize?') ? page : undefined
+  }
+
+  /**
+   * Where the 401 page sends a visitor to sign in, and back to the authorization request: LOGIN_URL; else, outside
+   * production, a one-time sign-in link of the development user, in the organisation and entity the request names
+   * (by default the tenant of the reference page's examples, so that "Try it out" works as prefilled there).
+   * Production without LOGIN_URL has nowhere to send them.
+   */
+  function signInFor (request: FastifyRequest): SignIn | undefined {
+    const back = authorizationRequestOf(request)
+    if (loginUrl) return { kind: 'accounting-system', href: loginHref(loginUrl, back) }
+    if (nodeEnv === 'production') return undefined
+    const named = new URL(back ?? '/', ownOrigin).searchParams
+    const user = {
+      sub: DEVELOPMENT_SUB,
+      orgRefId: named.get('org_ref_id') || SAMPLE.orgId,
+      entityRefIds: [named.get('entity_ref_id') || SAMPLE.entityId]
+    }
+    return { kind: 'development', user, href: app.signInLinks.issue(user, publicBaseUrl, back) }
+  }
+
   // The pages' errors are pages too, for the person in front of them; programs still get JSON.
-  const htmlErrors = (e: ApiError) => renderErrorPage(e)
+  const htmlErrors = (e: ApiError, request: FastifyRequest) =>
+    renderErrorPage(e, e.statusCode === 401 ? signInFor(request) : undefined)
 
   app.get(
     '/oauth/authorize',

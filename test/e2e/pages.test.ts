@@ -2,12 +2,18 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import { AxeBuilder } from '@axe-core/playwright'
 import type { BrowserContext, Page, Response } from 'playwright-core'
 import type { AppInstance } from '../../app.js'
 import { browser, freePort, SKIP_WITHOUT_CHROMIUM as SKIP } from '../support/browser.js'
 import { bearer, build, pkcePair, REDIRECT_URI, unique } from '../support/helper.js'
 
+// Nine browser tests, each with an app of its own over HTTP: more than tap's 120 s on a loaded machine.
+t.setTimeout(300_000)
+
 const APP_NAME = '<img src=x onerror=alert(1)>Evil & "Co"'
+/** axe-core's rules of WCAG 2.2 level AA (and the levels below it). */
+const WCAG_22_AA = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa']
 const APP_ORIGIN = 'https://app.example.com'
 
 type Test = Parameters<Parameters<typeof t.test>[0]>[0]
@@ -368,11 +374,78 @@ t.test('consent page: errors are pages, and a visitor with no session is told ho
     const noSession = await visitor.goto(authorizeUrl(s, pkcePair().challenge))
     t.equal(noSession?.status(), 401)
     t.match(await visitor.locator('h1').innerText(), 'Sign in to continue')
-    t.match(await visitor.locator('main').innerText(), 'Sign in to the accounting system')
+    t.match(await visitor.locator('main').innerText(), 'no accounting system to sign in to')
 
     // A program still gets JSON.
     const json = await s.app.inject({ method: 'GET', url: '/oauth/authorize?client_id=app_nope' })
     t.same(json.json(), { error: 'invalid_token', message: 'Missing user session.' })
+  })
+
+/** axe-core with the WCAG 2.2 AA rules at 1280 px and at 320 px, where nothing may be wider than the screen. */
+async function checkAccessible (t: Test, page: Page, what: string): Promise<void> {
+  for (const width of [1280, 320]) {
+    await page.setViewportSize({ width, height: 800 })
+    const { violations } = await new AxeBuilder({ page }).withTags(WCAG_22_AA).analyze()
+    t.same(violations.map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).join(', ')}`), [],
+      `${what} at ${width} px: no axe violation`)
+    const scroll = await page.evaluate('document.documentElement.scrollWidth') as number
+    t.ok(scroll <= width, `${what} at ${width} px: no horizontal scroll (${scroll})`)
+  }
+  await page.setViewportSize({ width: 1280, height: 900 })
+}
+
+t.test('consent page: a visitor with no session signs in from it by keyboard and comes back to the request',
+  { skip: SKIP }, async t => {
+    const s = await serve(t)
+    const context = await (await browser()).newContext({ viewport: { width: 1280, height: 900 } })
+    t.teardown(() => context.close())
+    const page = await context.newPage()
+    page.setDefaultTimeout(10_000)
+    const problems: string[] = []
+    page.on('pageerror', e => problems.push(`page error: ${e.message}`))
+    page.on('console', m => {
+      // The sign-in page's own status (401) is the document's, not a failed resource.
+      if (m.type() === 'error' && !/status of 401/.test(m.text())) problems.push(`console: ${m.text()}`)
+    })
+    const target = authorizeUrl(s, pkcePair().challenge)
+
+    t.equal((await page.goto(target))?.status(), 401)
+    t.equal(await page.getByRole('heading', { level: 1 }).innerText(), 'Sign in to continue')
+    const link = page.getByRole('link', { name: `Sign in as dev-user of ${s.orgRefId}` })
+    const linkHref = (await link.getAttribute('href'))!
+    const href = new URL(linkHref)
+    t.equal(`${href.origin}${href.pathname}`, `${s.origin}/dashboard/sign-in`, 'a one-time sign-in link')
+    t.equal(`${s.origin}${href.searchParams.get('return_to')}`, target, 'that returns to this authorization request')
+    await checkAccessible(t, page, 'the sign-in step of the consent page')
+    await page.screenshot({ path: '/tmp/consent-sign-in.png', fullPage: true })
+
+    // Keyboard only: Tab to the link, Enter; the consent page of the same request opens, signed in.
+    let reached = false
+    for (let i = 0; i < 20 && !reached; i++) {
+      await page.keyboard.press('Tab')
+      reached = await page.evaluate('document.activeElement?.getAttribute("href")') === linkHref
+    }
+    t.ok(reached, 'the sign-in link is reachable by Tab')
+    // The page is at the request's URL already: wait for the request again, answered with the consent page.
+    const [back] = await Promise.all([
+      page.waitForResponse(r => r.url() === target && r.request().isNavigationRequest()),
+      page.keyboard.press('Enter')
+    ])
+    await page.waitForLoadState()
+    t.equal(back.status(), 200, 'the authorization request again, signed in')
+    t.equal(page.url(), target, 'back on the authorization request')
+    t.equal(await page.title(), `Install ${APP_NAME}?`, 'the consent page, signed in')
+    t.match(await page.locator('main').innerText(), 'signed in as dev-user')
+    t.ok(await page.getByRole('radio', { name: s.entityRefId }).isChecked(), 'in the entity the request names')
+    await checkAccessible(t, page, 'the consent page after signing in')
+
+    const decision = page.waitForResponse(isDecisionPost(s))
+    page.waitForRequest(r => r.url().startsWith(`${APP_ORIGIN}/`)).catch(() => undefined)
+    await page.getByRole('button', { name: 'Allow' }).click()
+    const res = await decision
+    t.equal(res.status(), 302, 'allowed')
+    t.match(new URL(res.headers().location!).searchParams.get('code'), /^mac_/, 'the app gets a code')
+    t.same(problems, [], 'no script or console error')
   })
 
 t.test('consent page: with LOGIN_URL, a visitor with no session goes there and comes back', { skip: SKIP },

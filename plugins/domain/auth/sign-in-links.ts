@@ -16,8 +16,11 @@ export const SIGN_IN_PATH = '/dashboard/sign-in'
 declare module 'fastify' {
   interface FastifyInstance {
     signInLinks: {
-      /** A link for the user, valid SIGN_IN_LINK_TTL_SECONDS from now on `app.clock`. */
-      issue(user: SessionUser, baseUrl?: string): string
+      /**
+       * A link for the user, valid SIGN_IN_LINK_TTL_SECONDS from now on `app.clock`; with `returnTo` (a path of the
+       * service), the browser goes there once signed in rather than to the dashboard.
+       */
+      issue(user: SessionUser, baseUrl?: string, returnTo?: string): string
       /** The user a link signs in, once; the catalog's `signInLinkRefused` for anything else. */
       redeem(token: string): Promise<SessionUser>
     }
@@ -37,11 +40,31 @@ export function signSignInToken (secret: string, user: SessionUser, nowMs = Date
   return sign({ sub: user.sub, org_ref_id: user.orgRefId, entity_ref_ids: user.entityRefIds })
 }
 
-/** `BASE/dashboard/sign-in?token=…`: what `marketplace-gateway dashboard-link` prints. */
-export function signInLink (baseUrl: string, token: string): string {
+/** `BASE/dashboard/sign-in?token=…[&return_to=…]`: what `marketplace-gateway dashboard-link` prints. */
+export function signInLink (baseUrl: string, token: string, returnTo?: string): string {
   const url = new URL(SIGN_IN_PATH, baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`)
   url.searchParams.set('token', token)
+  if (returnTo !== undefined) url.searchParams.set('return_to', returnTo)
   return url.toString()
+}
+
+/**
+ * Where a signed-in browser may be sent by a link's `return_to`: a path (with its query) on the service's own
+ * origin, given as a path or as an absolute URL of that origin; undefined for anything else, so that a link can
+ * never send the browser to another site.
+ */
+export function returnPath (returnTo: string | undefined, ownOrigin: string): string | undefined {
+  if (returnTo === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(returnTo, ownOrigin)
+  } catch {
+    return undefined
+  }
+  // `//host` and `/\host` resolve to another origin; a path that still starts with `//` would be read as one by the
+  // browser, so it is refused too.
+  if (url.origin !== ownOrigin || url.pathname.startsWith('//')) return undefined
+  return url.pathname + url.search
 }
 
 /** Dashboard sign-in links: signed here or by `dashboard-link`, redeemed once for a user session. */
@@ -75,8 +98,8 @@ export default fp(
     }
 
     app.decorate('signInLinks', {
-      issue: (user: SessionUser, baseUrl = app.config.publicBaseUrl) =>
-        signInLink(baseUrl, signSignInToken(secret, user, app.clock.now())),
+      issue: (user: SessionUser, baseUrl = app.config.publicBaseUrl, returnTo?: string) =>
+        signInLink(baseUrl, signSignInToken(secret, user, app.clock.now()), returnTo),
       async redeem (token: string): Promise<SessionUser> {
         const { jti, exp, ...user } = verify(token)
         await store.deleteExpired(new Date(app.clock.now()))

@@ -86,3 +86,22 @@ t.test('used links are forgotten once expired; a fresh link still works once', a
   t.equal((await open(app.signInLinks.issue(user()))).statusCode, 303)
   refused(t, await open(first), 'the old link')
 })
+
+t.test('return_to: back to a page of the service once signed in, never to another site', async t => {
+  const back = '/oauth/authorize?client_id=app_x&state=a%26b'
+  const link = new URL(app.signInLinks.issue(user(), undefined, back))
+  t.equal(link.searchParams.get('return_to'), back, 'the link carries it')
+  const res = await open(link.toString())
+  t.equal(res.statusCode, 303)
+  t.equal(res.headers.location, back, 'a path of the service, as it was')
+  t.ok(res.cookies.find(c => c.name === 'session'), 'signed in')
+
+  const absolute = new URL(app.signInLinks.issue(user(), undefined, `http://gateway.test${back}`))
+  t.equal((await open(absolute.toString())).headers.location, back, 'an absolute URL of its own origin, as a path')
+  for (const elsewhere of ['https://evil.example/x', '//evil.example/x', '/\\evil.example/x', '/.//evil.example/x',
+    'javascript:alert(1)', 'http://gateway.test:8080/x', 'http://[']) {
+    const res = await open(app.signInLinks.issue(user(), undefined, elsewhere))
+    t.equal(res.statusCode, 303, `${elsewhere}: still signed in`)
+    t.equal(res.headers.location, '/dashboard', `${elsewhere}: to the dashboard instead`)
+  }
+})
