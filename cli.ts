@@ -6,20 +6,33 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander'
 import { isRecordDate } from './lib/dates.js'
 import { CommandError, MAX_BATCH } from './cli/events-client.js'
 import { VERSION } from './lib/root.js'
-import { StartupError } from './plugins/infrastructure/config/index.js'
+import { StartupError, type SecretName } from './plugins/infrastructure/config/index.js'
 
 // commander parses and answers --help, -h, `help [command]` and --version for every command and names unknown
 // commands and options itself (docs/tooling.md#the-command-line-commander). Each action runs only after parsing
 // succeeded, so `serve --help` or `migrate --help` print and do nothing else; the actions import the app themselves,
 // so that help and usage errors answer without loading it.
 
-/** The configuration from the environment; a bad one prints what is wrong and exits. */
-const loadConfigOrExit = async () => (await import('./server.js')).loadConfigOrExit()
+/**
+ * The service's configuration from the environment; a bad one prints what is wrong and exits. Only the service makes
+ * development secrets (into DATA_DIR, on its first start).
+ */
+const serviceConfigOrExit = async () => (await import('./server.js')).loadConfigOrExit()
+/**
+ * The configuration of any other command: the development secrets it names are read from DATA_DIR, never made, so
+ * that a command run away from the service's folder says where it looked instead of signing with secrets of its own
+ * that the service refuses (plugins/infrastructure/config/index.ts, loadCommandConfig).
+ */
+async function commandConfigOrExit<N extends SecretName> (...needs: N[]) {
+  const { loadConfigOrExit } = await import('./server.js')
+  const { loadCommandConfig } = await import('./plugins/infrastructure/config/index.js')
+  return loadConfigOrExit(env => loadCommandConfig(needs, env))
+}
 
 /** A user session token as the accounting system would issue it (HS256, aud user_session). */
 async function userToken (options: { sub: string, org: string, entity: string[], ttl: number }): Promise<void> {
   const { signUserSession } = await import('./plugins/domain/auth/user-session.js')
-  const config = await loadConfigOrExit()
+  const config = await commandConfigOrExit('USER_SESSION_SECRET')
   const user = { sub: options.sub, orgRefId: options.org, entityRefIds: options.entity }
   process.stdout.write(signUserSession(config.userSessionSecret, user, options.ttl) + '\n')
 }
@@ -27,7 +40,7 @@ async function userToken (options: { sub: string, org: string, entity: string[],
 /** A dashboard sign-in link for the user: valid 10 minutes, usable once (docs/dashboard.md). */
 async function dashboardLink (options: { sub: string, org: string, entity: string[], url?: string }): Promise<void> {
   const { signInLink, signSignInToken } = await import('./plugins/domain/auth/sign-in-links.js')
-  const config = await loadConfigOrExit()
+  const config = await commandConfigOrExit('USER_SESSION_SECRET')
   const user = { sub: options.sub, orgRefId: options.org, entityRefIds: options.entity }
   const token = signSignInToken(config.userSessionSecret, user)
   process.stdout.write(signInLink(options.url ?? config.publicBaseUrl, token) + '\n')
@@ -67,7 +80,7 @@ async function triggerEvent (
   topic: string,
   options: { org: string, entity: string, url?: string, data?: object }
 ): Promise<void> {
-  const config = await loadConfigOrExit()
+  const config = await commandConfigOrExit('EVENTS_TOKEN')
   const base = serviceBase(config, options.url)
   // A record topic's sample is the schema's example record in the topic's state, changed now (cli/sandbox.ts).
   const { sampleRecord } = await import('./cli/sandbox.js')
@@ -78,7 +91,12 @@ async function triggerEvent (
   const answer = await eventsClient(base, config.eventsToken)(
     JSON.stringify({ topic, org_ref_id: options.org, entity_ref_id: options.entity, data }))
   process.stdout.write(answer.ok ? `202 ${JSON.stringify(answer.accepted[0])}\n` : `${answer.status} ${answer.body}\n`)
-  if (!answer.ok) process.exitCode = 1
+  if (!answer.ok) {
+    const { refusalHint } = await import('./cli/events-client.js')
+    const hint = refusalHint(answer).trim()
+    if (hint) process.stderr.write(hint + '\n')
+    process.exitCode = 1
+  }
 }
 
 interface SeedCommandOptions {
@@ -98,7 +116,7 @@ async function sandboxSeed (options: SeedCommandOptions, command: Command): Prom
     command.error('error: invoices need customers: --customers must be at least 1 when --invoices is not 0',
       { exitCode: 2, code: 'sandbox.customers' })
   }
-  const config = await loadConfigOrExit()
+  const config = await commandConfigOrExit('EVENTS_TOKEN')
   const { seedSandbox } = await import('./cli/sandbox-seed.js')
   await seedSandbox({
     org: options.org,
@@ -118,7 +136,7 @@ async function importCommand (
   file: string,
   options: { batch: number, positionFile?: string, restart?: boolean, url?: string }
 ): Promise<void> {
-  const config = await loadConfigOrExit()
+  const config = await commandConfigOrExit('EVENTS_TOKEN')
   const { importEvents } = await import('./cli/event-import.js')
   await importEvents({
     file,
@@ -133,7 +151,9 @@ async function importCommand (
 /** The operator's key switch: the same service call as the owner's route, for apps that have no owner. */
 async function setClientKey (clientId: string, enabled: boolean): Promise<void> {
   const { buildApp } = await import('./app.js')
-  const app = await buildApp({ ...await loadConfigOrExit(), webhookWorker: false, logLevel: 'warn' })
+  const { ALL_SECRETS } = await import('./plugins/infrastructure/config/index.js')
+  const config = await commandConfigOrExit(...ALL_SECRETS)
+  const app = await buildApp({ ...config, webhookWorker: false, logLevel: 'warn' })
   await app.ready()
   try {
     const changed = await app.apps.setKeyEnabled(null, clientId, enabled)
@@ -152,7 +172,8 @@ async function migrateCommand (): Promise<void> {
   const { default: pino } = await import('pino')
   const { openDb } = await import('./plugins/infrastructure/db/index.js')
   const { migrate } = await import('./plugins/infrastructure/db/migrate.js')
-  const config = await loadConfigOrExit()
+  // Migrations need no secret: none is read, and none is made.
+  const config = await commandConfigOrExit()
   const log = pino({ level: config.logLevel })
   const db = await openDb(config, log)
   try {
@@ -170,7 +191,8 @@ const WORKER_CLOSE_MARGIN_S = 10
 async function worker (): Promise<void> {
   const { buildWorker } = await import('./app.js')
   const { closeGracefully } = await import('./plugins/infrastructure/lifecycle.js')
-  const config = await loadConfigOrExit()
+  const { ALL_SECRETS } = await import('./plugins/infrastructure/config/index.js')
+  const config = await commandConfigOrExit(...ALL_SECRETS)
   const app = await buildWorker(config)
   await app.ready()
   app.log.info({ worker: app.webhooks.workerStatus()?.id }, 'webhook worker started')
@@ -233,7 +255,7 @@ program.command('serve')
   .description('run the service (what npm start runs)')
   .action(async () => {
     const { serve } = await import('./server.js')
-    await serve(await loadConfigOrExit())
+    await serve(await serviceConfigOrExit())
   })
 
 program.command('worker')
@@ -250,7 +272,8 @@ program.command('openapi')
   .action(openapi)
 
 program.command('user-token')
-  .description('sign a development user session token with USER_SESSION_SECRET, as the accounting system would')
+  .description('sign a development user session token with USER_SESSION_SECRET (in development, the one the ' +
+    'service made in DATA_DIR), as the accounting system would')
   .requiredOption('--sub <id>', 'the user id')
   .requiredOption('--org <org_ref_id>', 'the user\'s organisation')
   .requiredOption('--entity <entity_ref_id>', 'an entity the user may act on (repeat it, or separate with commas)',
@@ -271,8 +294,8 @@ program.command('dashboard-link')
 const events = program.command('events')
   .description('events of the accounting system')
 events.command('trigger')
-  .description('publish a sample event to the running service with EVENTS_TOKEN (in development the generated ' +
-    'one), so that your subscriptions receive it')
+  .description('publish a sample event to the running service with EVENTS_TOKEN (in development, the one the ' +
+    'service made in DATA_DIR), so that your subscriptions receive it')
   .argument('<topic>', 'the event topic, e.g. invoice.paid')
   .requiredOption('--org <org_ref_id>', 'the tenant\'s organisation')
   .requiredOption('--entity <entity_ref_id>', 'the tenant\'s entity')

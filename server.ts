@@ -1,6 +1,8 @@
+import { join } from 'node:path'
 import { buildApp } from './app.js'
 import { ensureDevelopmentSandbox } from './cli/dev-sandbox.js'
 import { ConfigError, loadConfig, StartupError, type Config } from './plugins/infrastructure/config/index.js'
+import { DEV_SECRETS_FILE } from './plugins/infrastructure/config/secrets.js'
 import { closeGracefully } from './plugins/infrastructure/lifecycle.js'
 
 // Longer than a delivery attempt's 15 s, which the worker lets finish; shorter than Kubernetes' default 30 s.
@@ -8,7 +10,7 @@ const SHUTDOWN_GRACE_MS = 25_000
 /** The development user of the banner's examples. */
 const BANNER_USER = { sub: 'dev-user', orgRefId: 'org_1', entityRefIds: ['ent_1'] }
 
-function newcomerBanner (
+export function newcomerBanner (
   config: Config, url: string, signInLink: string, sandbox: { clientId: string, clientSecret: string } | undefined
 ): string {
   const lines = [
@@ -20,10 +22,13 @@ function newcomerBanner (
       `resource=${config.mcpBaseUrl}/mcp: docs/mcp.md)`,
     `  database        ${config.databaseUrl ? 'Postgres (DATABASE_URL)' : `embedded, in ${config.embeddedDataDir}`}`
   ]
+  // "Generated" only on the start that made them; a restart reads the same file, which the commands read too.
+  const secretsFile = join(config.dataDir, DEV_SECRETS_FILE)
   if (config.generatedSecrets.length > 0) {
-    lines.push(
-      `  dev secrets     generated into ${config.dataDir}/dev-secrets.json (${config.generatedSecrets.join(', ')})`
-    )
+    lines.push(`  dev secrets     generated into ${secretsFile} (${config.generatedSecrets.join(', ')})`)
+  }
+  if (config.storedSecrets.length > 0) {
+    lines.push(`  dev secrets     from ${secretsFile} (${config.storedSecrets.join(', ')})`)
   }
   lines.push(
     '',
@@ -89,9 +94,13 @@ export async function serve (config: Config): Promise<void> {
   }
 }
 
-export function loadConfigOrExit (env: Record<string, string | undefined> = process.env): Config {
+/** A configuration, or what is wrong with the environment printed and exit 1 (`load` is the service's by default). */
+export function loadConfigOrExit<C = Config> (
+  load: (env: Record<string, string | undefined>) => C = loadConfig as (env: Record<string, string | undefined>) => C,
+  env: Record<string, string | undefined> = process.env
+): C {
   try {
-    return loadConfig(env)
+    return load(env)
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(err.message + '\n')

@@ -10,13 +10,16 @@ import { ROOT } from '../../lib/root.js'
 import { needsPostgres, postgresDatabase } from '../support/helper.js'
 import { cli } from '../support/processes.js'
 
+// Some hundred CLI processes, a dozen at once: past tap's 120 s on a loaded machine.
+t.setTimeout(300_000)
+
 interface Run { code: number | null, stdout: string, stderr: string }
 
 /** Runs the built CLI; a command that has not exited after 90 s (a server, say) is killed and fails. */
-function runCli (args: string[], env: Record<string, string | undefined> = {}): Promise<Run> {
+function runCli (args: string[], env: Record<string, string | undefined> = {}, cwd = ROOT): Promise<Run> {
   return new Promise(resolve => {
     const child = spawn(...cli(...args), {
-      cwd: ROOT,
+      cwd,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe']
     })
@@ -154,3 +157,44 @@ t.test('what goes wrong around a command is one line naming the cause, never a s
   t.equal(out.code, 1, 'openapi --out into a missing folder exits 1')
   t.equal(out.stderr, `Cannot write ${missing}: the folder ${join(dataDir, 'no', 'such', 'folder')} does not exist.\n`)
 })
+
+t.test('only serve makes development secrets: any other command without them says where it looked, in one line',
+  async t => {
+    // A folder that is not the service's, and no DATA_DIR: the commands look in ./data of where they run.
+    const folder = mkdtempSync(join(tmpdir(), 'mg-cli-elsewhere-'))
+    const env = {
+      DATA_DIR: undefined,
+      DATABASE_URL: '',
+      TOKEN_SIGNING_KEY: undefined,
+      USER_SESSION_SECRET: undefined,
+      WEBHOOK_SECRET_KEY: undefined,
+      EVENTS_TOKEN: undefined
+    }
+    const all = 'TOKEN_SIGNING_KEY, USER_SESSION_SECRET, WEBHOOK_SECRET_KEY and EVENTS_TOKEN as the service has them'
+    const tenant = ['--org', 'o', '--entity', 'e']
+    const cases: Array<[string[], string]> = [
+      [['user-token', '--sub', 'u', ...tenant], 'USER_SESSION_SECRET as the service has it'],
+      [['dashboard-link', '--sub', 'u', '--org', 'o'], 'USER_SESSION_SECRET as the service has it'],
+      [['events', 'trigger', 'invoice.paid', ...tenant], 'EVENTS_TOKEN as the service has it'],
+      [['events', 'import', 'e.ndjson'], 'EVENTS_TOKEN as the service has it'],
+      [['sandbox', 'seed', ...tenant], 'EVENTS_TOKEN as the service has it'],
+      [['client-key', 'disable', 'app_x'], all],
+      [['worker'], all]
+    ]
+    const runs = await Promise.all(cases.map(([args]) => runCli(args, env, folder)))
+    for (const [i, run] of runs.entries()) {
+      const [args, set] = cases[i]!
+      t.equal(run.code, 1, `${args.join(' ')} exits 1`)
+      t.equal(run.stderr, `No development secrets in DATA_DIR=${join(folder, 'data')} (no dev-secrets.json there): ` +
+        'only the service makes development secrets, on its first start (npm start). Run this command in the folder ' +
+        `the service runs in, set DATA_DIR to the service's data folder, or set ${set}.\n`, args.join(' '))
+      t.equal(run.stdout, '')
+    }
+    t.same(readdirSync(folder), [], 'and none of them wrote anything there')
+
+    // What it says works: the variable set, the command goes on (here to the service it cannot reach).
+    const token = await runCli(['user-token', '--sub', 'u', ...tenant], { ...env, USER_SESSION_SECRET: 's'.repeat(32) },
+      folder)
+    t.equal(token.code, 0, token.stderr)
+    t.match(token.stdout, /^eyJ\S+\n$/, 'user-token signs with USER_SESSION_SECRET')
+  })

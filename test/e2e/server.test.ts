@@ -45,7 +45,8 @@ t.test('a fresh start on the embedded database: banner, health, graceful SIGTERM
   t.match(await res.json(), { status: 'ok', version: '0.7.0', active_sessions: 0 })
   t.match(s.output(), `${url}/docs`, 'points at the docs')
   t.match(s.output(), 'user-token', 'and at the next step')
-  t.match(s.output(), 'dev secrets', 'says the secrets were generated')
+  t.match(s.output(), `dev secrets     generated into ${join(dataDir, 'dev-secrets.json')} (`,
+    'says the secrets were generated, and where')
   t.match(s.output(), /Made the Sandbox App[\s\S]*client_id\s+app_\S+\s+client_secret\s+mgs_\S+/,
     'made the sandbox app for the dashboard, with its credentials once')
   t.match(s.output(), /\/dashboard\/sign-in\?token=\S+/, 'and a dashboard sign-in link')
@@ -130,13 +131,16 @@ t.test('the command line: user-token and migrate', async t => {
   const { readdirSync } = await import('node:fs')
   const { ROOT } = await import('../../lib/root.js')
   t.same(versions.map(v => v.version), readdirSync(join(ROOT, 'migrations')).sort(), 'every migration is in')
+  t.same(readdirSync(dataDir), ['pglite'], 'migrate needs no secret, and makes none')
 
+  // The secrets the service makes on its first start (loadConfig is its configuration), which user-token reads.
+  const { userSessionSecret } = loadConfig({ DATA_DIR: dataDir })
   // Repeated and comma-separated entities, and a lifetime. (A missing --org is a usage error: test/e2e/cli.test.ts.)
   const token = run('user-token', '--sub', 'dev-1', '--org', 'org_a', '--entity', 'ent_1,ent_2', '--entity', 'ent_3',
     '--ttl', '60').trim()
   const { createVerifier } = await import('fast-jwt')
   const verify = createVerifier({
-    key: loadConfig({ DATA_DIR: dataDir }).userSessionSecret,
+    key: userSessionSecret,
     algorithms: ['HS256'],
     allowedAud: 'user_session'
   })

@@ -72,7 +72,9 @@ t.test('kill -9 of a worker midway loses nothing, and sends again at most what i
     WEBHOOK_CONCURRENCY: String(SLOTS),
     WEBHOOK_SUBSCRIPTION_MAX_IN_FLIGHT: String(SLOTS),
     WEBHOOK_TENANT_MAX_IN_FLIGHT: String(SLOTS),
+    // The API's secrets, as a worker beside it has them (the service made the others in its DATA_DIR).
     WEBHOOK_SECRET_KEY: s.api.config.webhookSecretKey.toString('hex'),
+    TOKEN_SIGNING_KEY: s.api.config.tokenSigningKey,
     DATA_DIR: s.api.config.dataDir,
     LOG_LEVEL: 'warn'
   }

@@ -41,6 +41,12 @@ function rangeProblem (name: VariableName, schema: VariableSchema, value: string
     : `must be ${schema.description} (got ${echo(name, value)})`
 }
 
+/** The problem with one value, judged on its own (its shape, then its range), or undefined. */
+export function valueProblem (name: VariableName, value: string): string | undefined {
+  const schema = VARIABLES[name] as VariableSchema
+  return shapeProblem(name, schema, value) ?? rangeProblem(name, schema, value)
+}
+
 /**
  * The variables as set (empty counts as unset), each checked on its own against its schema: every bad one is
  * reported, and left out, so that the checks after this one judge the rest of the configuration on its defaults.

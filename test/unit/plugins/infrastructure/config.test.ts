@@ -1,8 +1,8 @@
-import { mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../../../plugins/infrastructure/config/index.js'
+import { loadCommandConfig, loadConfig } from '../../../../plugins/infrastructure/config/index.js'
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'mg-config-'))
 
@@ -67,6 +67,34 @@ t.test('every problem is reported at once, and no secret or password is echoed',
   t.match(err.message, 'USER_SESSION_SECRET must be at least 32 characters (got a value of 7 characters)')
 })
 
+t.test('a production start names every problem at once, those found from the values together too', async t => {
+  const err = t.throws(() => loadConfig({
+    NODE_ENV: 'production',
+    DATA_DIR: dataDir(),
+    DATABASE_URL: 'postgres://db/x',
+    WEBHOOK_SECRET_KEY: 'c2hvcnQ=',
+    TOKEN_SIGNING_KEY: 'not a pem',
+    MCP_ALLOWED_ORIGINS: 'ftp://x/y',
+    WEBHOOK_CA_FILE: '/nonexistent/ca.pem',
+    WEBHOOK_LEASE_SECONDS: '5',
+    PUBLIC_RATE_LIMIT: 'lots'
+  })) as Error
+  t.same(err.message.split('\n').map(line => line.trim().split(' ')[0]), [
+    'Invalid', 'PUBLIC_BASE_URL', 'TOKEN_SIGNING_KEY', 'USER_SESSION_SECRET', 'WEBHOOK_SECRET_KEY', 'EVENTS_TOKEN',
+    'WEBHOOK_CA_FILE', 'PUBLIC_RATE_LIMIT', 'WEBHOOK_LEASE_SECONDS', 'MCP_ALLOWED_ORIGINS'
+  ], 'each variable once, in the table\'s order')
+  const url = t.throws(() => loadConfig({ DATA_DIR: dataDir(), PUBLIC_BASE_URL: 'http://[x', PORT: 'x' })) as Error
+  t.match(url.message, '  PUBLIC_BASE_URL does not make a URL ("http://[x")', 'a URL the pattern lets through')
+})
+
+t.test('a start that fails writes no development secrets', async t => {
+  for (const env of [{ PORT: 'x' }, { NODE_ENV: 'prod' }, { WEBHOOK_CA_FILE: '/nonexistent/ca.pem' }]) {
+    const dir = dataDir()
+    t.throws(() => loadConfig({ DATA_DIR: dir, ...env }), { name: 'ConfigError' })
+    t.same(readdirSync(dir), [], JSON.stringify(env))
+  }
+})
+
 t.test('listening on every interface, the default URLs name localhost', async t => {
   const c = loadConfig({ DATA_DIR: dataDir(), HOST: '0.0.0.0', PORT: '8080' })
   t.equal(c.publicBaseUrl, 'http://localhost:8080')
@@ -77,7 +105,12 @@ t.test('development secrets are generated once and kept', async t => {
   const dir = dataDir()
   const a = loadConfig({ DATA_DIR: dir })
   const b = loadConfig({ DATA_DIR: dir })
-  t.same(a.generatedSecrets, ['TOKEN_SIGNING_KEY', 'USER_SESSION_SECRET', 'WEBHOOK_SECRET_KEY', 'EVENTS_TOKEN'])
+  const all = ['TOKEN_SIGNING_KEY', 'USER_SESSION_SECRET', 'WEBHOOK_SECRET_KEY', 'EVENTS_TOKEN']
+  t.same([a.generatedSecrets, a.storedSecrets], [all, []], 'the first start makes them')
+  t.same([b.generatedSecrets, b.storedSecrets], [[], all], 'a restart reads them, and makes none')
+  const c = loadConfig({ DATA_DIR: dir, EVENTS_TOKEN: 'x'.repeat(24) })
+  t.same([c.generatedSecrets, c.storedSecrets, c.eventsToken], [[], all.slice(0, 3), 'x'.repeat(24)],
+    'one that is set is not read')
   t.equal(a.tokenSigningKey, b.tokenSigningKey)
   t.equal(a.userSessionSecret, b.userSessionSecret)
   t.equal(a.webhookSecretKey.length, 32)
@@ -104,4 +137,50 @@ t.test('CLIENT_METADATA_TIMEOUT_SECONDS: 3 by default, from 0.1 to 60 seconds, d
     t.throws(() => loadConfig({ DATA_DIR: dir, CLIENT_METADATA_TIMEOUT_SECONDS: bad }),
       { name: 'ConfigError', message: /CLIENT_METADATA_TIMEOUT_SECONDS must be/ }, bad)
   }
+})
+
+t.test('the other commands only read development secrets, and say where they looked when there are none', async t => {
+  const dir = dataDir()
+  const missing = (names: string, them = 'it') => `No development secrets in DATA_DIR=${dir} (no dev-secrets.json ` +
+    'there): only the service makes development secrets, on its first start (npm start). Run this command in the ' +
+    `folder the service runs in, set DATA_DIR to the service's data folder, or set ${names} as the service has ${them}.`
+  t.throws(() => loadCommandConfig(['EVENTS_TOKEN'], { DATA_DIR: dir }),
+    { name: 'MissingSecretsError', message: missing('EVENTS_TOKEN') })
+  const all = ['TOKEN_SIGNING_KEY', 'USER_SESSION_SECRET', 'WEBHOOK_SECRET_KEY', 'EVENTS_TOKEN'] as const
+  t.throws(() => loadCommandConfig(all, { DATA_DIR: dir }),
+    { message: missing('TOKEN_SIGNING_KEY, USER_SESSION_SECRET, WEBHOOK_SECRET_KEY and EVENTS_TOKEN', 'them') })
+  t.same(readdirSync(dir), [], 'and write nothing')
+
+  // A relative DATA_DIR is named resolved, as the command used it.
+  const relativeDir = relative(process.cwd(), join(dir, 'elsewhere'))
+  t.throws(() => loadCommandConfig(['USER_SESSION_SECRET'], { DATA_DIR: relativeDir }),
+    { message: new RegExp(`^No development secrets in DATA_DIR=${join(dir, 'elsewhere')} `) })
+
+  const token = 'e'.repeat(24)
+  t.equal(loadCommandConfig(['EVENTS_TOKEN'], { DATA_DIR: dir, EVENTS_TOKEN: token }).eventsToken, token,
+    'one that is set needs no file')
+  t.match(loadCommandConfig([], { DATA_DIR: dir }), { port: 3000 }, 'a command that needs none runs without them')
+  t.same(readdirSync(dir), [])
+
+  const service = loadConfig({ DATA_DIR: dir })
+  const command = loadCommandConfig(['USER_SESSION_SECRET', 'EVENTS_TOKEN'], { DATA_DIR: dir })
+  t.same([command.userSessionSecret, command.eventsToken], [service.userSessionSecret, service.eventsToken],
+    'once the service made them, a command reads the same ones')
+  t.same(command.generatedSecrets, [])
+
+  const file = join(dir, 'dev-secrets.json')
+  const stored = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>
+  writeFileSync(file, JSON.stringify({ ...stored, EVENTS_TOKEN: undefined }))
+  t.throws(() => loadCommandConfig(['EVENTS_TOKEN'], { DATA_DIR: dir }),
+    { message: new RegExp(`^No development EVENTS_TOKEN in ${file}: only the service makes`) }, 'one lacking')
+  writeFileSync(file, JSON.stringify({ ...stored, USER_SESSION_SECRET: 'short' }))
+  t.throws(() => loadCommandConfig(['USER_SESSION_SECRET'], { DATA_DIR: dir }), {
+    name: 'ConfigError',
+    message: `Invalid configuration: USER_SESSION_SECRET in ${file} must be at least 32 characters (got a value of ` +
+      '5 characters)'
+  }, 'a value edited by hand is checked as the variable would be')
+  writeFileSync(file, '{"EVENTS_TOKEN": ')
+  t.throws(() => loadCommandConfig(['EVENTS_TOKEN'], { DATA_DIR: dir }),
+    { name: 'StartupError', message: new RegExp(`^${file} is not JSON \\(.*\\): restore it, or delete it`) })
+  t.ok(existsSync(file))
 })
