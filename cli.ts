@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { Command, CommanderError, InvalidArgumentError } from 'commander'
 import { isRecordDate } from './lib/dates.js'
+import { baseUrl } from './cli/base-url.js'
 import { CommandError, MAX_BATCH } from './cli/events-client.js'
 import { VERSION } from './lib/root.js'
 import { StartupError, type SecretName } from './plugins/infrastructure/config/index.js'
@@ -288,7 +289,7 @@ program.command('dashboard-link')
   .requiredOption('--org <org_ref_id>', 'the user\'s organisation')
   .option('--entity <entity_ref_id>', 'an entity the user may act on (repeat it, or separate with commas)',
     entityList, [])
-  .option('--url <base_url>', 'where the browser reaches the service (default: PUBLIC_BASE_URL)')
+  .option('--url <base_url>', 'where the browser reaches the service (default: PUBLIC_BASE_URL)', baseUrl)
   .action(dashboardLink)
 
 const events = program.command('events')
@@ -299,7 +300,8 @@ events.command('trigger')
   .argument('<topic>', 'the event topic, e.g. invoice.paid')
   .requiredOption('--org <org_ref_id>', 'the tenant\'s organisation')
   .requiredOption('--entity <entity_ref_id>', 'the tenant\'s entity')
-  .option('--url <base_url>', 'where the service listens (default: http://HOST:PORT)')
+  .option('--url <base_url>', 'where the service listens, e.g. http://127.0.0.1:3000 (default: http://HOST:PORT ' +
+    'of the environment)', baseUrl)
   .option('--data <json>', 'the event\'s data, a JSON object (default: for a record topic, the example record ' +
     'in the topic\'s state, updated now)', jsonObject)
   .action(triggerEvent)
@@ -310,7 +312,8 @@ events.command('import')
   .option('--batch <n>', `events a request, 1 to ${MAX_BATCH}`, batchSize, MAX_BATCH)
   .option('--position-file <file>', 'where the position is kept (default: <file>.position)')
   .option('--restart', 'ignore the position: send the file from its first line')
-  .option('--url <base_url>', 'where the service listens (default: http://HOST:PORT)')
+  .option('--url <base_url>', 'where the service listens, e.g. http://127.0.0.1:3000 (default: http://HOST:PORT ' +
+    'of the environment)', baseUrl)
   .addHelpText('after', `
 After each batch the service accepted, the position (line and byte offset) is
 written to the position file, and the next run continues after it. The first
@@ -336,7 +339,8 @@ program.command('sandbox')
   .option('--as-of <date>', 'the records\' today, YYYY-MM-DD: documents are dated over the year before it ' +
     '(default: today, UTC)', day)
   .option('--seed <text>', 'another set of records of the same sizes (default: <org>/<entity>)')
-  .option('--url <base_url>', 'where the service listens (default: http://HOST:PORT)')
+  .option('--url <base_url>', 'where the service listens, e.g. http://127.0.0.1:3000 (default: http://HOST:PORT ' +
+    'of the environment)', baseUrl)
   .addHelpText('after', `
 The same options give the same records, byte for byte, and every event an id
 derived from its content: running the command again with the same options

@@ -126,7 +126,14 @@ t.test('usage errors name what is wrong, exit 2 and do nothing', async t => {
     [[...seed, '--customers', '0'], /^error: invoices need customers: --customers must be at least 1/],
     [['sandbox', 'plant'], /^error: unknown command 'plant'/],
     [['client-key', 'disable'], /^error: missing required argument 'client_id'/],
-    [['client-key', 'pause', 'app_x'], /^error: unknown command 'pause'/]
+    [['client-key', 'pause', 'app_x'], /^error: unknown command 'pause'/],
+    // A base URL without its scheme would reach fetch as a URL of the scheme `localhost:`.
+    [[...trigger, '--url', 'localhost:3000'], new RegExp('^error: option \'--url <base_url>\' argument ' +
+      '\'localhost:3000\' is invalid\\. Not a URL starting with http:// or https:// \\(did you mean ' +
+      'http://localhost:3000\\?\\)\\.\\n')],
+    [[...seed, '--url', '127.0.0.1:4000'], /argument '127\.0\.0\.1:4000' is invalid\. Not a URL starting with http/],
+    [['events', 'import', 'e.ndjson', '--url', 'ftp://x'], /argument 'ftp:\/\/x' is invalid\. Not a URL starting/],
+    [['dashboard-link', '--sub', 's', '--org', 'o', '--url', 'gw.example'], /argument 'gw\.example' is invalid/]
   ]
   const runs = await Promise.all(cases.map(([args]) => runCli(args, state.env)))
   for (const [i, run] of runs.entries()) {
