@@ -52,26 +52,67 @@ function readSlice (path: string, start: number, end: number): Buffer {
   }
 }
 
-/** The position to continue from, checked against the file; the start when there is none. */
+const isWhole = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0
+
+/**
+ * What is wrong with a position file's content, judged against what writePosition writes; or undefined when it is
+ * such a position. One is written only after an accepted batch: at least one line and one event in.
+ */
+function positionProblem (p: unknown): string | undefined {
+  if (typeof p !== 'object' || p === null || Array.isArray(p)) return 'it holds no JSON object'
+  const { line, offset, events, check, file } = p as Record<string, unknown>
+  const got = (v: unknown) => ` (got ${v === undefined ? 'none' : JSON.stringify(v).slice(0, 80)})`
+  if (!isWhole(line) || line < 1) return `"line" must be a whole number from 1${got(line)}`
+  if (!isWhole(offset) || offset < line) return `"offset" must be a whole number of bytes from "line"${got(offset)}`
+  if (!isWhole(events) || events < 1 || events > line) {
+    return `"events" must be a whole number from 1 to "line" (${line})${got(events)}`
+  }
+  if (typeof check !== 'object' || check === null || Array.isArray(check)) {
+    return `"check" must be an object of "start" and "sha256"${got(check)}`
+  }
+  const { start, sha256: digest } = check as Record<string, unknown>
+  if (!isWhole(start) || start >= offset) return `"check.start" must be a whole number below "offset"${got(start)}`
+  if (typeof digest !== 'string' || !/^[0-9a-f]{64}$/.test(digest)) {
+    return `"check.sha256" must be 64 hexadecimal digits${got(digest)}`
+  }
+  if (typeof file !== 'string') return `"file" must be the file's path${got(file)}`
+}
+
+/**
+ * The position to continue from, checked against the file; the start when there is none. A position file edited by
+ * hand (a line that is not a number, negative, past the end, a field missing) is refused, never trusted.
+ */
 export function readPosition (positionFile: string, file: string, size: number): Position {
   if (!existsSync(positionFile)) return START
-  let p: Position
+  let text: string
   try {
-    p = JSON.parse(readFileSync(positionFile, 'utf8')) as Position
-    if (!Number.isSafeInteger(p.line) || !Number.isSafeInteger(p.offset) || p.offset < 0) throw new Error('bad fields')
-    const start = p.check?.start
-    if (p.check && (!Number.isSafeInteger(start) || start! < 0 || start! > p.offset)) throw new Error('bad check')
-  } catch {
-    throw new CommandError(`${positionFile} is not a position this command wrote. Delete it, or pass --restart ` +
-      'to import the file from its start.')
+    text = readFileSync(positionFile, 'utf8')
+  } catch (e) {
+    throw new CommandError(`Cannot read ${positionFile}: ${(e as Error).message}`)
   }
-  const changed = `${file} is not the file ${positionFile} was written for (or its line ${p.line} changed): ` +
-    'pass --restart to import it from its start, or --position-file for a position of its own.'
-  if (p.offset > size) throw new CommandError(changed)
-  if (p.check && sha256(readSlice(file, p.check.start, p.offset)) !== p.check.sha256) {
-    throw new CommandError(changed)
+  let problem: string | undefined
+  let p: unknown
+  try {
+    p = JSON.parse(text)
+    problem = positionProblem(p)
+  } catch (e) {
+    problem = `it is not JSON (${(e as Error).message})`
   }
-  return { ...START, ...p }
+  if (problem !== undefined) {
+    throw new CommandError(`${positionFile} is not a position this command wrote for ${file}: ${problem}. Delete ` +
+      'it, or pass --restart to import the file from its start.')
+  }
+  const position = p as Position
+  if (position.offset > size) {
+    throw new CommandError(`${positionFile} is past the end of ${file}: it says byte ${position.offset} (line ` +
+      `${position.line}), the file has ${size}. Pass --restart to import the file from its start, or ` +
+      '--position-file for a position of its own.')
+  }
+  if (sha256(readSlice(file, position.check!.start, position.offset)) !== position.check!.sha256) {
+    throw new CommandError(`${file} is not the file ${positionFile} was written for (or its line ${position.line} ` +
+      'changed): pass --restart to import it from its start, or --position-file for a position of its own.')
+  }
+  return { ...START, ...position }
 }
 
 function writePosition (positionFile: string, p: Position): void {

@@ -236,6 +236,15 @@ t.test('events import: stops at a bad line and names it, keeps the position, con
     t.equal(third.code, 0)
     t.match(third.stdout, `Nothing to import: ${file} has no event after line ${lines.length}`)
 
+    // A position edited by hand is refused, not trusted: one line naming the file, and nothing sent.
+    const kept = readFileSync(`${file}.position`, 'utf8')
+    writeFileSync(`${file}.position`, JSON.stringify({ ...JSON.parse(kept), line: -4 }))
+    const edited = await run(importing)
+    t.equal(edited.code, 1, 'a position edited by hand: exits 1')
+    t.equal(edited.stderr, `${file}.position is not a position this command wrote for ${file}: "line" must be a ` +
+      'whole number from 1 (got -4). Delete it, or pass --restart to import the file from its start.\n')
+    writeFileSync(`${file}.position`, kept)
+
     // A position that does not fit the file: a file changed where the last batch ended.
     write({ [lines.length]: lines.at(-1)!.replace('-v', '-w') })
     const changed = await run(importing)
