@@ -36,7 +36,7 @@ export const bodyErrors = (limit: number): ApiError[] => [
   errors.payloadTooLarge(limit),
   errors.unsupportedMediaType('text/plain'),
   errors.validation(
-    [{ location: 'body', path: '/', message: 'body is not valid JSON' }],
+    [{ location: 'body', path: '/', message: 'is not valid JSON' }],
     'Request body is not valid JSON.'
   )
 ]

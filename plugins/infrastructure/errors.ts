@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
-import type { FastifyError, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify'
+import type {
+  FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError, FastifyServerOptions
+} from 'fastify'
 import { ApiError, errors, JsonRpcHttpError } from '../../schemas/error-catalog.js'
 import { DatabaseUnavailableError } from './db/types.js'
 
@@ -30,6 +32,88 @@ declare module 'fastify' {
   }
 }
 
+type Detail = NonNullable<ApiError['extra']['details']>[number]
+type SchemaError = FastifySchemaValidationError
+
+/** The value at a JSON pointer (an Ajv `instancePath`) of `data`; undefined when there is none. */
+function valueAt (data: unknown, pointer: string): unknown {
+  let value = data
+  for (const token of pointer.split('/').slice(1)) {
+    if (typeof value !== 'object' || value === null) return undefined
+    value = (value as Record<string, unknown>)[token.replace(/~1/g, '/').replace(/~0/g, '~')]
+  }
+  return value
+}
+
+/** A value a schema allows, as a detail names it: a string as it is, anything else as JSON. */
+const named = (value: unknown): string => typeof value === 'string' ? value : JSON.stringify(value)
+/** A JSON type as a detail names it: `an integer`, `a string`, `null`. */
+const typeNamed = (type: unknown): string =>
+  String(type).split(',').map(t => t === 'null' ? 'null' : `${/^[aeiou]/.test(t) ? 'an' : 'a'} ${t}`).join(' or ')
+
+/**
+ * What a union allows, from the errors of its branches (`branches`: the errors under its schema path): the values
+ * of the branches that are literals or enums, and the types of the branches that failed on their type alone; or
+ * undefined when a branch failed on more than that (an object, a pattern), which no short list can say.
+ */
+function unionAllows (union: SchemaError, branches: SchemaError[]): string | undefined {
+  const byBranch = new Map<string, SchemaError[]>()
+  for (const e of branches) {
+    const branch = e.schemaPath.slice(union.schemaPath.length + 1).split('/')[0]!
+    byBranch.set(branch, [...(byBranch.get(branch) ?? []), e])
+  }
+  const values: string[] = []
+  const types: string[] = []
+  for (const failed of byBranch.values()) {
+    if (failed.some(e => e.instancePath !== union.instancePath)) return undefined
+    const literal = failed.flatMap(e => e.keyword === 'const'
+      ? [e.params.allowedValue]
+      : e.keyword === 'enum' ? (e.params.allowedValues as unknown[]) : [])
+    if (literal.length > 0) values.push(...literal.map(named))
+    else if (failed.every(e => e.keyword === 'type')) types.push(typeNamed(failed[0]!.params.type))
+    else return undefined
+  }
+  const distinct = [...new Set(types)]
+  return values.length === 0 ? distinct.join(' or ') : `one of ${[...new Set([...values, ...distinct])].join(', ')}`
+}
+
+/**
+ * Ajv's errors as details, one for each thing to fix. A union (`anyOf`, `oneOf`; TypeBox writes a choice of
+ * literals as one) fails in each of its branches, and Ajv reports every branch's errors, then the union's own:
+ * `status=a&status=b` against four statuses made nine details. They become one at the union's path that names what
+ * it allows (`must be one of draft, authorised, paid, voided`), as does an enum. A query parameter given several
+ * times where one value is expected says so. An if/then/else schema (one event or a batch) adds 'must match "then"
+ * schema' to the branch's own errors, which already say what is wrong: dropped. The same detail twice is one.
+ */
+function schemaDetails (validation: SchemaError[], location: string, valueOf: (path: string) => unknown): Detail[] {
+  const unions = validation.filter(v => (v.keyword === 'anyOf' || v.keyword === 'oneOf') &&
+    // A oneOf that more than one branch passed has no branch errors: its own message says what is wrong.
+    v.params.passingSchemas == null)
+  const inUnion = (v: SchemaError) => unions.some(u => v.schemaPath.startsWith(`${u.schemaPath}/`))
+  const details = new Map<string, Detail>()
+  for (const v of validation) {
+    if (v.keyword === 'if' || inUnion(v)) continue
+    const path = v.instancePath || '/'
+    const allows = v.keyword === 'enum'
+      ? `one of ${(v.params.allowedValues as unknown[]).map(named).join(', ')}`
+      : v.keyword === 'type'
+        ? typeNamed(v.params.type)
+        : unions.includes(v)
+          ? unionAllows(v, validation.filter(e => e.schemaPath.startsWith(`${v.schemaPath}/`)))
+          : undefined
+    const given = valueOf(v.instancePath)
+    const message = Array.isArray(given) && allows !== undefined && !/\barray\b/.test(allows)
+      ? `is given ${given.length} times: give it once, as ${allows}`
+      : v.keyword === 'additionalProperties'
+        ? `unknown field ${JSON.stringify((v.params as { additionalProperty?: string }).additionalProperty)}`
+        : v.keyword === 'type' || allows === undefined
+          ? (unions.includes(v) ? 'must match one of the forms it allows' : (v.message ?? 'is invalid'))
+          : `must be ${allows}`
+    details.set(`${path}\n${message}`, { location, path, message })
+  }
+  return [...details.values()]
+}
+
 /** Maps whatever was thrown to a catalog error. Anything unforeseen is answered as a bare 500. */
 export function toApiError (
   err: FastifyError & { validationContext?: string },
@@ -47,8 +131,11 @@ export function toApiError (
     return apiError.code === 'service_unavailable' ? errors.mcpServiceUnavailable() : errors.mcpInternal()
   }
   if (apiError.code === 'validation_error' && request.routeOptions.config?.oauthErrors) {
+    // Each detail in words, where it is, then what is wrong ("body/a must be integer"); a detail the message already
+    // says ("Request body is not valid JSON.") is not said twice.
     const detail = apiError.extra.details
       ?.map(d => `${d.location}${d.path === '/' ? '' : d.path} ${d.message}`)
+      .filter(text => !apiError.message.toLowerCase().includes(text.toLowerCase()))
       .join('; ')
     const message = detail ? `${apiError.message} ${detail}.` : apiError.message
     return request.routeOptions.config.oauthErrors === 'invalid_client_metadata'
@@ -66,18 +153,9 @@ function mapError (
   if (err instanceof ApiError) return err
   if (err instanceof DatabaseUnavailableError) return errors.serviceUnavailable()
   if (err.validation) {
-    return errors.validation(
-      // An if/then/else schema (one event or a batch) adds 'must match "then" schema' to the branch's own errors,
-      // which already say what is wrong.
-      err.validation.filter(v => v.keyword !== 'if').map(v => ({
-        location: err.validationContext ?? 'body',
-        path: v.instancePath || '/',
-        message:
-          v.keyword === 'additionalProperties'
-            ? `unknown field ${JSON.stringify((v.params as { additionalProperty?: string }).additionalProperty)}`
-            : (v.message ?? 'is invalid')
-      }))
-    )
+    const location = err.validationContext ?? 'body'
+    const query = location === 'querystring' ? request.query : undefined
+    return errors.validation(schemaDetails(err.validation, location, path => valueAt(query, path)))
   }
   switch (err.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -86,18 +164,18 @@ function mapError (
       return errors.unsupportedMediaType(request.headers['content-type'])
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return errors.validation(
-        [{ location: 'body', path: '/', message: 'body is empty' }],
+        [{ location: 'body', path: '/', message: 'is empty' }],
         'Request body must be a JSON object.'
       )
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return errors.validation(
-        [{ location: 'body', path: '/', message: 'body is not valid JSON' }],
+        [{ location: 'body', path: '/', message: 'is not valid JSON' }],
         'Request body is not valid JSON.'
       )
   }
   if (err instanceof SyntaxError || (err as { type?: string }).type === 'entity.parse.failed') {
     return errors.validation(
-      [{ location: 'body', path: '/', message: 'body is not valid JSON' }],
+      [{ location: 'body', path: '/', message: 'is not valid JSON' }],
       'Request body is not valid JSON.'
     )
   }

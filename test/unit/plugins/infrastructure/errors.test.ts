@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net'
 import { Writable } from 'node:stream'
+import { Ajv } from 'ajv'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import t from 'tap'
@@ -48,6 +49,30 @@ const throwing = new Map<string, () => unknown>()
 app.post('/json', { schema: { body: strictBody } }, async () => ({ ok: true }))
 app.get('/query', { schema: { querystring: { type: 'object', properties: { n: { type: 'integer' } } } } },
   async () => ({ ok: true }))
+// As the service validates requests: every error of every branch; query strings coerced, bodies not (app.ts).
+const serviceAjv = (coerceTypes: boolean | 'array') =>
+  new Ajv({ allErrors: true, coerceTypes, removeAdditional: false, useDefaults: true, strict: false })
+const [strictAjv, coercingAjv] = [serviceAjv(false), serviceAjv('array')]
+// A choice of literals as TypeBox writes one (Type.Union of Type.Literal).
+const literals = { anyOf: ['draft', 'paid', 'voided'].map(v => ({ type: 'string', const: v })) }
+app.post('/choices', {
+  schema: {
+    querystring: { type: 'object', properties: { status: literals }, additionalProperties: false },
+    body: {
+      type: 'object',
+      properties: {
+        status: literals,
+        note: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+        limit: { anyOf: [{ type: 'integer' }, { const: 'all' }] },
+        shape: { anyOf: [{ type: 'object', required: ['a'] }, { type: 'string', pattern: '^s' }] },
+        mode: { enum: [1, 'two'] },
+        both: { allOf: [literals, { anyOf: [{ const: 'draft' }, { const: 'paid' }] }] }
+      },
+      additionalProperties: false
+    }
+  },
+  validatorCompiler: ({ schema, httpPart }) => (httpPart === 'body' ? strictAjv : coercingAjv).compile(schema)
+}, async () => ({ ok: true }))
 app.get('/throw/:what', async request => {
   throw throwing.get((request.params as { what: string }).what)!()
 })
@@ -248,6 +273,30 @@ t.test('schema failures: 400 validation_error with where and what', async t => {
   t.ok(query.headers['x-request-id'], 'the request id on an error')
 })
 
+t.test('a choice fails once, naming what it takes; a query parameter given several times says so', async t => {
+  const details = async (query: string, body: object) =>
+    (await post(`/choices${query}`, JSON.stringify(body))).json().details
+  const q = (message: string) => [{ location: 'querystring', path: '/status', message }]
+  const b = (path: string, message: string) => ({ location: 'body', path, message })
+  t.same(await details('?status=sent', {}), q('must be one of draft, paid, voided'), 'not one detail per value')
+  t.same(await details('?status=paid&status=voided', {}), q('is given 2 times: give it once, as one of draft, ' +
+    'paid, voided'), 'given twice: one detail that says so, not nine')
+  t.same(await details('?status=paid&status=paid&status=x', {}), q('is given 3 times: give it once, as one of ' +
+    'draft, paid, voided'))
+  t.same(await details('?status=paid', {
+    status: ['paid'], note: 5, limit: 'some', shape: { b: 1 }, mode: 2, both: 'voided'
+  }), [
+    b('/status', 'must be one of draft, paid, voided'),
+    b('/note', 'must be a string or null'),
+    b('/limit', 'must be one of all, an integer'),
+    b('/shape', 'must match one of the forms it allows'),
+    b('/mode', 'must be one of 1, two'),
+    b('/both', 'must be one of draft, paid')
+  ], 'in a body too: an array is not "given several times"; types, a mix, shapes and enums each once')
+  t.same(await details('', { status: 'paid', note: null, limit: 'all', shape: 'square', mode: 'two', both: 'paid' }),
+    undefined, 'and every choice it allows passes')
+})
+
 t.test('what Fastify throws while reading a body', async t => {
   const large = await post('/json', JSON.stringify({ a: 1, b: 'x'.repeat(200) }))
   t.equal(large.statusCode, 413)
@@ -257,14 +306,14 @@ t.test('what Fastify throws while reading a body', async t => {
   t.same(bad.json(), {
     error: 'validation_error',
     message: 'Request body is not valid JSON.',
-    details: [{ location: 'body', path: '/', message: 'body is not valid JSON' }]
+    details: [{ location: 'body', path: '/', message: 'is not valid JSON' }]
   })
   const empty = await post('/json', '')
   t.equal(empty.statusCode, 400)
   t.same(empty.json(), {
     error: 'validation_error',
     message: 'Request body must be a JSON object.',
-    details: [{ location: 'body', path: '/', message: 'body is empty' }]
+    details: [{ location: 'body', path: '/', message: 'is empty' }]
   })
   const xml = await post('/json', '<a/>', 'application/xml')
   t.equal(xml.statusCode, 415)
@@ -330,8 +379,9 @@ t.test('OAuth routes: a malformed request is invalid_request (or invalid_client_
       "Request validation failed. body must have required property 'a'.",
       'a detail at the root names no path')
     const bad = await post('/oauth', '{')
-    // The detail's location, then its message, which here starts with the location too.
-    t.same(bad.json().message, 'Request body is not valid JSON. body body is not valid JSON.')
+    t.same(bad.json().message, 'Request body is not valid JSON.', 'a detail the message already says is not repeated')
+    t.same((await post('/oauth', '')).json().message, 'Request body must be a JSON object. body is empty.',
+      'one it does not say is added, where it is, then what is wrong')
     const reg = await post('/register', '{"a":1,"z":2}')
     t.same(reg.json(), {
       error: 'invalid_client_metadata',

@@ -562,6 +562,12 @@ t.test('every refused record: 400 validation_error naming the field, nothing sto
     },
     { name: 'paid_at a date', data: changed(r => { r.paid_at = '2026-11-02' }), paths: ['/data/paid_at'] },
     {
+      name: 'a negative zero',
+      data: changed(r => { r.amount_paid = '-0.00' }),
+      paths: ['/data/amount_paid'],
+      message: 'must not be "-0.00": a negative zero is not an amount (zero is "0.00")'
+    },
+    {
       name: 'money as a JSON number',
       data: changed(r => { r.total = 1303.05 }),
       paths: ['/data/total'],
@@ -723,6 +729,21 @@ t.test('every refused query: 400 naming the parameter, or invalid_cursor', async
     t.equal(res.statusCode, 400, url)
     t.match(res.json(), { error: 'validation_error', details: [{ location: 'querystring', path }] },
       `${url}: ${res.body}`)
+  }
+
+  // One detail per parameter, naming what it takes: a choice of values fails once, not once for each value.
+  const once: Array<[string, string, string]> = [
+    ['/invoices?status=sent', '/status', 'must be one of draft, authorised, paid, voided'],
+    ['/invoices?status=paid&status=voided', '/status',
+      'is given 2 times: give it once, as one of draft, authorised, paid, voided'],
+    ['/customers?status=active&status=archived&status=active', '/status',
+      'is given 3 times: give it once, as one of active, archived'],
+    ['/bills?order=updated', '/order', 'must be one of updated_at, -updated_at'],
+    ['/invoices?limit=1&limit=2', '/limit', 'is given 2 times: give it once, as an integer']
+  ]
+  for (const [url, path, message] of once) {
+    const res = await read(i, url)
+    t.strictSame(res.json().details, [{ location: 'querystring', path, message }], url)
   }
 })
 
