@@ -130,7 +130,10 @@ export async function service (t: Test, dir: string, command: string, env: Recor
 
 /** The README's walkthrough: the one block both test files run. */
 export const walkthrough = block('README.md › The whole journey by hand')
-/** The one line the test changes in the README's walkthrough: where the service listens. */
+/**
+ * The one line the test changes in the README's walkthrough: BASE, where the service listens, as the README tells a
+ * reader whose service is not on port 3000. Nothing else: the commands that call the service get it from BASE.
+ */
 export const atBase = (script: string, base: string): string => {
   if (!script.includes('BASE=http://127.0.0.1:3000\n')) throw new Error('the walkthrough no longer sets BASE')
   return script.replace('BASE=http://127.0.0.1:3000\n', `BASE=${base}\n`)
