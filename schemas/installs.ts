@@ -6,6 +6,12 @@ export const InstallRecord = Type.Object({
   installId: Type.String(),
   clientId: Type.String(),
   appSlug: Type.String(),
+  appName: Type.String({ description: 'The app\'s name, as its consent page shows it.' }),
+  apiKeyEnabled: Type.Boolean({
+    description: 'Whether the app\'s API key is enabled now. While it is disabled every token of the install is ' +
+      'refused (401 `invalid_client`), whatever `Status` says: `Status` is the install\'s own state, which only an ' +
+      'uninstall changes.'
+  }),
   orgRefId: Type.String(),
   entityRefId: Type.String(),
   scopes: Type.Array(Type.String()),
@@ -18,6 +24,8 @@ const installSample = {
   installId: SAMPLE.installId,
   clientId: SAMPLE.clientId,
   appSlug: SAMPLE.appSlug,
+  appName: 'Acme Invoicing',
+  apiKeyEnabled: true,
   orgRefId: SAMPLE.orgId,
   entityRefId: SAMPLE.entityId,
   scopes: ['invoices:read', 'bills:read'],

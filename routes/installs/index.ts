@@ -9,6 +9,8 @@ const view = (i: Install) => ({
   installId: i.installId,
   clientId: i.clientId,
   appSlug: i.appSlug,
+  appName: i.appName,
+  apiKeyEnabled: i.apiKeyEnabled,
   orgRefId: i.orgRefId,
   entityRefId: i.entityRefId,
   scopes: i.scopes,
@@ -29,8 +31,10 @@ const installs: FastifyPluginAsyncTypebox = async (app) => {
       security,
       operationId: 'listInstalls',
       summary: 'List the installs of an entity',
-      description: 'Every install of an entity of the signed-in user\'s organisation, active and uninstalled. The ' +
-        'record\'s casing (camelCase, a capital `Status`) is fixed by the interface (docs/rules.md#json-casings).',
+      description: 'Every install of an entity of the signed-in user\'s organisation, active and uninstalled, ' +
+        'with its app\'s name and API key state (`Status` is the install\'s: an active install of an app whose ' +
+        'key is disabled stays `active`, and `apiKeyEnabled` is false). The record\'s casing (camelCase, a ' +
+        'capital `Status`) is fixed by the interface (docs/rules.md#json-casings).',
       params: TenantParams,
       response: { 200: InstallListing, ...errorResponses(...USER_ERRORS, errors.notMemberOfTenant()) }
     }

@@ -5,6 +5,11 @@ export interface Install {
   clientId: string
   appSlug: string
   appName: string
+  /**
+   * The app's API key state now (read with the install, as its name): while it is disabled the install's tokens are
+   * refused, whatever its status.
+   */
+  apiKeyEnabled: boolean
   orgRefId: string
   entityRefId: string
   scopes: string[]
@@ -61,6 +66,7 @@ const toStored = (r: Row): StoredInstall => ({
     clientId: r.client_id,
     appSlug: r.slug,
     appName: r.app_name,
+    apiKeyEnabled: r.api_key_enabled,
     orgRefId: r.org_ref_id,
     entityRefId: r.entity_ref_id,
     scopes: r.scopes,

@@ -105,6 +105,25 @@ t.test('app registration', async t => {
   t.same((await app.inject({ method: 'GET', url: '/apps', headers: bearer(stranger) })).json(), { apps: [] })
 })
 
+t.test('installs of an entity: the app\'s name, and its API key state beside the install\'s Status', async t => {
+  const i = await install(app)
+  const listed = async () => (await app.inject({
+    method: 'GET',
+    url: `/orgs/${i.orgRefId}/entities/${i.entityRefId}/installs`,
+    headers: bearer(i.userToken)
+  })).json().installs.map((r: Record<string, unknown>) => [r.appName, r.Status, r.apiKeyEnabled])
+  const key = (state: 'disable' | 'enable') =>
+    app.inject({ method: 'POST', url: `/apps/${i.clientId}/api-key/${state}`, headers: bearer(i.ownerToken) })
+  t.same(await listed(), [['Test App', 'active', true]])
+  t.equal((await key('disable')).statusCode, 200)
+  t.same(await listed(), [['Test App', 'active', false]],
+    'the key disabled: the install is still active, and the listing says its tokens are refused')
+  const refused = await app.inject({ method: 'GET', url: '/public/v1/me', headers: bearer(i.accessToken) })
+  t.equal(refused.json().error, 'invalid_client', 'as they are')
+  t.equal((await key('enable')).statusCode, 200)
+  t.same(await listed(), [['Test App', 'active', true]], 'enabled again')
+})
+
 t.test('installs of an entity, and uninstall by a user of that org only', async t => {
   const i = await install(app)
   const list = await app.inject({
@@ -119,6 +138,8 @@ t.test('installs of an entity, and uninstall by a user of that org only', async 
         installId: i.installId,
         clientId: i.clientId,
         appSlug: i.appSlug,
+        appName: 'Test App',
+        apiKeyEnabled: true,
         orgRefId: i.orgRefId,
         entityRefId: i.entityRefId,
         Status: 'active',
@@ -144,7 +165,7 @@ t.test('installs of an entity, and uninstall by a user of that org only', async 
 
   const ok = await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })
   t.equal(ok.statusCode, 200)
-  t.equal(ok.json().Status, 'uninstalled')
+  t.match(ok.json(), { Status: 'uninstalled', appName: 'Test App', apiKeyEnabled: true }, 'the same record')
   t.equal(
     (await app.inject({ method: 'DELETE', url: `/installs/${i.installId}`, headers: bearer(i.userToken) })).statusCode,
     404,

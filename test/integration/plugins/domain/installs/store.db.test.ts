@@ -55,6 +55,9 @@ t.test('an install is found with its app\'s slug and key state', async t => {
   const found = await installs.find(n.installId)
   t.equal(found?.access.apiKeyEnabled, false, 'the app\'s key state is read with the install, as it is now')
   t.ok(found?.access.keyDisabledAt, 'with the instant of the disable')
+  t.equal(found?.install.apiKeyEnabled, false, 'and on the install, as the listings show it')
+  t.same((await installs.listForEntity(where.orgRefId, where.entityRefId)).map(i => [i.appName, i.apiKeyEnabled]),
+    [['Ledger Sync', false]], 'the listing of the tenant: the app\'s name and its key state')
 })
 
 t.test('one active install per app and tenant: a second insert yields; the scopes are set on the first', async t => {
