@@ -26,12 +26,35 @@
  * BENCH_INGEST_SECONDS; the first tenant's subscription to the invoice topics fans every event out to the receiver;
  * figures: events accepted per second, and deliveries per second end to end.
  *
+ * Then `aged`, on a service of its own started anew (`npm start` as above, its log lines read through a pipe as a
+ * log collector reads them, for the server time of each request: the `ms` of its request log line): the aged
+ * receivables report, GET …/reports/aged-receivables?as_of=…&limit=50, over tenants of its own (`org_a…`, installs
+ * and tokens made when the phase starts), their invoices added with SQL as the service's ingest keeps them (the
+ * columns the report reads, currency, amount_due_minor and party_name, beside the same JSON). An open invoice is
+ * `authorised` with amount_due ≠ 0 (one in 7 partly paid), due from 150 days before BENCH_AGED_AS_OF to 150 days
+ * after it (every bucket used), in its customer's currency (of 20 customers 16 EUR, 3 USD, 1 JPY; 2 of the EUR ones
+ * also invoiced in USD); beside each open invoice BENCH_AGED_HISTORY older ones, paid, voided or draft. Then:
+ *
+ *   at size, the curve  for each size of BENCH_AGED_OPEN, ascending: one tenant with that many open invoices over
+ *          size / BENCH_AGED_PER_CUSTOMER customers; the report is read once page by page (its counts and sums
+ *          checked), then the first page and the page after the cursor of the report's middle page, in alternating
+ *          slices, at BENCH_AGED_CONNECTIONS connections, each request the same (no bare route: latency and req/s of
+ *          the service alone, and the server time); then EXPLAIN (ANALYZE, BUFFERS) of both pages' statement as the
+ *          store sends it, with its values (custom plan) and prepared (generic plan, which a connection of the service
+ *          may keep after five executions)
+ *   typical  BENCH_AGED_TENANTS tenants of BENCH_AGED_TENANT_OPEN open invoices over BENCH_AGED_TENANT_CUSTOMERS
+ *          customers each: the first page of a tenant against the bare route answering what the service answered
+ *          for the first of them, as the list phase (BENCH_CONNECTIONS, every request the next tenant of a shuffled
+ *          list)
+ *
+ * `aged` alone (BENCH_PHASES=aged) loads only its own tenants: neither BENCH_INVOICES nor the first service.
+ *
  * Needs Postgres at 127.0.0.1:5432 with trust auth for user `postgres` (a fresh database `mg_bench_rec_<random>` is
  * created and dropped) and `openssl`. Environment:
  *
  *   BENCH_INVOICES        table sizes, one comparison each, ascending (default 10000,100000,1000000)
  *   BENCH_PER_TENANT      invoices per tenant (default 1000: 1,000 tenants at 1,000,000)
- *   BENCH_PHASES          any of list,deep,get,ingest (default all)
+ *   BENCH_PHASES          any of list,deep,get,ingest,aged (default all)
  *   BENCH_LOG_LEVEL       LOG_LEVEL of the service and the bare routes (default info)
  *   BENCH_BARE            `object` (default): the bare route returns the parsed JSON, which Fastify serializes for
  *                         every request, as in bench/me.ts; `text`: it sends the JSON text as it is (the cheapest
@@ -49,30 +72,50 @@
  *   BENCH_DELIVERY        `on` (default): the service delivers with its own worker, as users run it; `off`: the
  *                         service runs without its worker (WEBHOOK_WORKER=false), to see what accepting costs alone
  *                         (the deliveries are queued, not sent, and not waited for)
+ *   BENCH_AGED_OPEN       aged: open invoices of the one large tenant, one measurement each, ascending (default
+ *                         10000,30000,100000)
+ *   BENCH_AGED_PER_CUSTOMER  aged: open invoices per customer of the large tenants (default 20: 500 customers at
+ *                         10,000)
+ *   BENCH_AGED_HISTORY    aged: paid, voided and draft invoices beside each open one (default 2)
+ *   BENCH_AGED_CONNECTIONS   aged: concurrent connections at size (default 10)
+ *   BENCH_AGED_TENANTS    aged: typical tenants (default 1000)
+ *   BENCH_AGED_TENANT_OPEN   aged: open invoices of a typical tenant (default 100)
+ *   BENCH_AGED_TENANT_CUSTOMERS  aged: customers of a typical tenant (default 25)
+ *   BENCH_AGED_AS_OF      aged: the report's as_of, around which the due dates lie (default 2026-06-30)
+ *   BENCH_AGED_PLANS=1    aged: print the whole EXPLAIN of each size's statements, not only their times
  *   BENCH_CPU_PROF=dir    a V8 CPU profile of the service into dir (it then starts as `node --cpu-prof … serve`)
  *   BENCH_ADMIN_URL       where to create the fresh database (default postgres://postgres@127.0.0.1:5432/postgres)
  *
  * Targets: list (first and deep page) ratio to bare >= 0.5 and p99 <= 25 ms; get ratio >= 0.6; ingestion >= 3,000
- * record events a second. Exits non-zero only when the run itself fails (setup, an unexpected answer, a delivery
- * that never arrives), never for a missed target.
+ * record events a second; aged: p99 <= 50 ms for a tenant of up to 10,000 open invoices (first and later page;
+ * larger sizes show the growth, without a target), and the typical tenants' ratio to bare >= 0.5. Exits non-zero
+ * only when the run itself fails (setup, an unexpected answer, a delivery that never arrives), never for a missed
+ * target.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import type { AppInstance } from '../app.js'
+import { buildApp, type AppInstance } from '../app.js'
+import type { Db } from '../plugins/infrastructure/db/types.js'
+import { loadConfig } from '../plugins/infrastructure/config/index.js'
+import {
+  createAgedReportStore, type AgedPosition, type AgedQuery
+} from '../plugins/domain/records/aged-report-store.js'
+import { RECORD_KINDS } from '../plugins/domain/records/kinds.js'
 import { recordProblems } from '../plugins/domain/records/validate.js'
 import type { Installed } from '../test/support/helper.js'
 import { webhookFixture } from './fixtures.js'
 import {
-  fmt, list, loadSlice, mergeSlices, nodeAndCpus, now, positiveInt, positiveInts, printTable,
-  runBench, sleep, stamp, summary, tempDir, verdict, waitFor, type Cleanup, type RawResult, type SliceFigures
+  aggregateResult, discard, fmt, list, loadSlice, mergeSlices, nodeAndCpus, now, positiveInt, positiveInts, printTable,
+  quantile, runBench, sleep, stamp, summary, tempDir, verdict, waitFor, type Cleanup, type RawResult,
+  type SliceFigures
 } from './lib.js'
 import { cleanEnv, ensureBuilt, freePort, startServer, startService, type ServerProcess } from './processes.js'
 
 const SIZES = positiveInts('BENCH_INVOICES', [10_000, 100_000, 1_000_000]).sort((a, b) => a - b)
 const PER_TENANT = positiveInt('BENCH_PER_TENANT', 1000)
-const PHASES = list('BENCH_PHASES', ['list', 'deep', 'get', 'ingest'])
+const PHASES = list('BENCH_PHASES', ['list', 'deep', 'get', 'ingest', 'aged'])
 const LOG_LEVEL = [...list('BENCH_LOG_LEVEL', ['warn', 'info', 'error', 'debug'], ['info'])][0]!
 const SECONDS = positiveInt('BENCH_SECONDS', 10)
 const ROUNDS = positiveInt('BENCH_ROUNDS', 5)
@@ -88,13 +131,26 @@ const PROFILE = process.env.BENCH_CPU_PROF
 const BARE_TEXT = [...list('BENCH_BARE', ['object', 'text'], ['object'])][0] === 'text'
 const DELIVERY = [...list('BENCH_DELIVERY', ['on', 'off'], ['on'])][0] === 'on'
 const LIMIT = 50
+const AGED_OPEN = positiveInts('BENCH_AGED_OPEN', [10_000, 30_000, 100_000]).sort((a, b) => a - b)
+const AGED_PER_CUSTOMER = positiveInt('BENCH_AGED_PER_CUSTOMER', 20)
+const AGED_HISTORY = positiveInt('BENCH_AGED_HISTORY', 2, true)
+const AGED_CONNECTIONS = positiveInt('BENCH_AGED_CONNECTIONS', 10)
+const AGED_TENANTS = positiveInt('BENCH_AGED_TENANTS', 1000)
+const AGED_TENANT_OPEN = positiveInt('BENCH_AGED_TENANT_OPEN', 100)
+const AGED_TENANT_CUSTOMERS = positiveInt('BENCH_AGED_TENANT_CUSTOMERS', 25)
+const AGED_AS_OF = process.env.BENCH_AGED_AS_OF || '2026-06-30'
+const AGED_PLANS = process.env.BENCH_AGED_PLANS === '1'
 
 const TARGETS = { list: 0.5, deep: 0.5, get: 0.6 } as const
 const TARGET_P99_MS = 25
 const TARGET_INGEST = 3000
+const TARGET_AGED_P99_MS = 50
+const TARGET_AGED_RATIO = 0.5
 
 type ReadPhase = 'list' | 'deep' | 'get'
 const READ_PHASES = (['list', 'deep', 'get'] as const).filter(p => PHASES.has(p))
+/** Whether the tables of BENCH_INVOICES are loaded, and the first service started: any phase but `aged`. */
+const RECORD_RUN = READ_PHASES.length > 0 || PHASES.has('ingest')
 
 // ---------------------------------------------------------------------------------------------------------------
 // The data: tenants, invoices, their timestamps
@@ -140,7 +196,9 @@ const sqlArray = (items: string[]): string => `array[${items.map(s => `'${s.repl
  * Invoices k0..k1 of tenants t0..t1, written in time order (k, then tenant): the rows of one tenant lie far apart
  * in the table, as they do when tenants' records arrive over time. The body is the JSON text the service keeps
  * (JSON.stringify of what the producer sent: no spaces, the schema's field order); two line items; sums as the
- * validation requires (amount = quantity × unit_amount rounded half away from zero, subtotal, total, amount_due).
+ * validation requires (amount = quantity × unit_amount rounded half away from zero, subtotal, total, amount_due);
+ * the columns as the service's ingest fills them (plugins/domain/records/ingest.ts), the aged reports' included:
+ * currency, amount_due_minor (the cents: every currency here has 2 minor digits) and party_name.
  * $1..$4: t0, t1, k0, k1.
  */
 const INSERT_INVOICES = `
@@ -173,8 +231,9 @@ with g as (
          case when status = 'paid' then a1 + a2 + t1 + t2 else 0 end as paid
     from c
 )
-insert into invoices (org_ref_id, entity_ref_id, id, updated_at, status, party_id, due_date, body)
-select org, ent, id, upd, status, cus, due,
+insert into invoices (org_ref_id, entity_ref_id, id, updated_at, status, party_id, due_date, currency,
+                      amount_due_minor, party_name, body)
+select org, ent, id, upd, status, cus, due, cur, total - paid, cus_name,
        '{"id":"' || id || '","number":"INV-' || lpad(n::text, 8, '0') || '","status":"' || status ||
        '","customer":{"id":"' || cus || '","name":"' || cus_name || '"},"currency":"' || cur ||
        '","issue_date":"' || to_char(issue, 'YYYY-MM-DD') || '","due_date":"' || to_char(due, 'YYYY-MM-DD') ||
@@ -205,19 +264,40 @@ async function loadInvoices (c: pg.Client, t0: number, t1: number): Promise<void
 
 /**
  * A sample of the loaded rows must be what the service would have kept from events: valid records (schema and
- * sums), the body as JSON.stringify writes it, the columns taken from it.
+ * sums), the body as JSON.stringify writes it, the columns taken from it (as plugins/domain/records/ingest.ts takes
+ * them). Without a tenant, a sample of the whole table; with one, 200 random rows of that tenant.
  */
-async function checkSample (c: pg.Client): Promise<void> {
-  const { rows } = await c.query<{ body: string, updated_at: Date, status: string, party_id: string, due: string }>(
-    `select body, updated_at, status, party_id, to_char(due_date, 'YYYY-MM-DD') as due
-       from invoices tablesample system (1) limit 200`)
+async function checkSample (c: pg.Client, tenant?: { orgRefId: string, entityRefId: string }): Promise<void> {
+  const columnList = `body, updated_at, status, party_id, to_char(due_date, 'YYYY-MM-DD') as due, currency,
+                      amount_due_minor::text as amount_due_minor, party_name`
+  interface Sampled {
+    body: string
+    updated_at: Date
+    status: string
+    party_id: string
+    due: string
+    currency: string
+    amount_due_minor: string
+    party_name: string
+  }
+  const { rows } = await c.query<Sampled>(tenant
+    ? {
+        text: `select ${columnList} from invoices
+                where record_tenant(org_ref_id, entity_ref_id) = record_tenant($1, $2) order by random() limit 200`,
+        values: [tenant.orgRefId, tenant.entityRefId]
+      }
+    : `select ${columnList} from invoices tablesample system (1) limit 200`)
+  if (tenant && rows.length === 0) throw new Error(`no invoices of ${JSON.stringify(tenant)}`)
   for (const r of rows) {
     const data = JSON.parse(r.body) as Record<string, unknown>
     const problems = recordProblems('invoice', data, '/data')
     if (problems.length > 0) throw new Error(`a loaded invoice is not valid: ${JSON.stringify(problems)}\n${r.body}`)
     if (JSON.stringify(data) !== r.body) throw new Error(`a loaded body is not as the service writes it: ${r.body}`)
-    const columns = [r.updated_at.toISOString(), r.status, r.party_id, r.due]
-    const fields = [data.updated_at, data.status, (data.customer as { id: string }).id, data.due_date]
+    const customer = data.customer as { id: string, name: string }
+    const columns = [r.updated_at.toISOString(), r.status, r.party_id, r.due, r.currency, r.amount_due_minor,
+      r.party_name]
+    const fields = [data.updated_at, data.status, customer.id, data.due_date, data.currency,
+      BigInt((data.amount_due as string).replace('.', '')).toString(), customer.name]
     if (JSON.stringify(columns) !== JSON.stringify(fields)) {
       throw new Error(`a loaded row's columns differ from its body: ${JSON.stringify(columns)} ${r.body}`)
     }
@@ -356,8 +436,14 @@ async function measure (side: Side, seconds: number, requestsFile: string, expec
   return { raw, cpu: side.server.cpuSeconds() - cpu0, pg: await cpuSince(pg0) }
 }
 
-/** Warm-up, then alternating slices; each side's slices merged (as in bench/me.ts). */
-async function compare (bare: Side, service: Side, requestsFile: string, expect: string) {
+/**
+ * Warm-up, then alternating slices; each side's slices merged (as in bench/me.ts). `serviceSlice`, when given, is
+ * told when each measured slice of the service starts and ends (not the warm-up's).
+ */
+async function compare (
+  bare: Side, service: Side, requestsFile: string, expect: string,
+  serviceSlice?: { start(): void, stop(): Promise<void> }
+) {
   for (const side of WARMUP > 0 ? [bare, service] : []) {
     mergeSlices(side.name, side.server.url, CONNECTIONS, [(await measure(side, WARMUP, requestsFile, expect)).raw])
   }
@@ -366,7 +452,9 @@ async function compare (bare: Side, service: Side, requestsFile: string, expect:
   for (let round = 0; round < ROUNDS; round++) {
     const parts: string[] = []
     for (const side of round % 2 === 0 ? [bare, service] : [service, bare]) {
+      if (side === service) serviceSlice?.start()
       const m = await measure(side, perSlice, requestsFile, expect)
+      if (side === service) await serviceSlice?.stop()
       const acc = raw.get(side)!
       acc.results.push(m.raw)
       acc.cpu += m.cpu
@@ -438,14 +526,22 @@ async function main (cleanups: Cleanup[]): Promise<void> {
   if (process.env.BENCH_DATABASE_URL) {
     throw new Error('bench/records.ts makes its own database (unset BENCH_DATABASE_URL)')
   }
-  if (!(DEEP_AT > 0 && DEEP_AT < 1) || Math.floor(PER_TENANT * DEEP_AT) + LIMIT >= PER_TENANT) {
+  if (PHASES.has('deep') &&
+      (!(DEEP_AT > 0 && DEEP_AT < 1) || Math.floor(PER_TENANT * DEEP_AT) + LIMIT >= PER_TENANT)) {
     throw new Error(`BENCH_DEEP_AT ${DEEP_AT}: the deep page must lie inside a tenant's list of ${PER_TENANT}`)
   }
-  for (const size of SIZES) {
+  for (const size of RECORD_RUN ? SIZES : []) {
     if (size % PER_TENANT !== 0) throw new Error(`BENCH_INVOICES ${size} is not a multiple of ${PER_TENANT}`)
   }
+  if (PHASES.has('aged')) {
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(AGED_AS_OF) || Number.isNaN(Date.parse(AGED_AS_OF))) {
+      throw new Error(`BENCH_AGED_AS_OF ${JSON.stringify(AGED_AS_OF)} is not a date YYYY-MM-DD`)
+    }
+    if (AGED_TENANTS >= LARGE) throw new Error(`BENCH_AGED_TENANTS must be below ${fmt(LARGE)}`)
+  }
   await ensureBuilt()
-  const maxTenants = SIZES.at(-1)! / PER_TENANT
+  // Only the record phases need the tenants of BENCH_INVOICES: `aged` has tenants of its own.
+  const maxTenants = RECORD_RUN ? SIZES.at(-1)! / PER_TENANT : 1
   const servicePort = await freePort()
   process.stdout.write(`making ${fmt(maxTenants)} install(s) and their tokens… `)
   const { databaseUrl, receiver, tenant, eventsToken, env, prepared: tokens } = await webhookFixture(cleanups, {
@@ -460,113 +556,123 @@ async function main (cleanups: Cleanup[]): Promise<void> {
   const dataDir = tempDir('mg-bench-rec-', cleanups)
 
   console.log('marketplace-gateway bench: accounting records (npm start) vs bare Fastify routes serving the same bytes')
-  console.log(`  invoices ${SIZES.map(n => fmt(n)).join(', ')} (${fmt(PER_TENANT)} per tenant); phases ` +
+  console.log(`  invoices ${RECORD_RUN ? SIZES.map(n => fmt(n)).join(', ') : 'none'} (${fmt(PER_TENANT)} per ` +
+    'tenant); phases ' +
     `${[...PHASES].join(', ')}; ${CONNECTIONS} connections, ${SECONDS} s per side in ${ROUNDS} alternating slices ` +
     `(warm-up ${WARMUP} s each); LOG_LEVEL ${LOG_LEVEL}; the bare routes ` +
     `${BARE_TEXT ? 'send the text' : 'return the object'}; autocannon in its own process`)
   console.log(`  ${nodeAndCpus()}, Postgres ${new URL(databaseUrl).host}, load average ${loadavg()[0]!.toFixed(2)}`)
 
-  const service = await startService({
-    cleanups,
-    env: { ...env, PUBLIC_RATE_LIMIT: '1000000', ...(DELIVERY ? {} : { WEBHOOK_WORKER: 'false' }) },
-    port: servicePort,
-    logLevel: LOG_LEVEL,
-    nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : undefined
-  })
+  const service = RECORD_RUN
+    ? await startService({
+      cleanups,
+      env: { ...env, PUBLIC_RATE_LIMIT: '1000000', ...(DELIVERY ? {} : { WEBHOOK_WORKER: 'false' }) },
+      port: servicePort,
+      logLevel: LOG_LEVEL,
+      nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : undefined
+    })
+    : undefined
   const db = new pg.Client({ connectionString: databaseUrl })
   await db.connect()
   cleanups.push(() => db.end())
   await db.query('set synchronous_commit = off')
   meter = db
 
-  const bares = new Map<ReadPhase, ServerProcess>()
-  const bodyBytes = new Map<ReadPhase, number>()
   const readRows: ReadRow[] = []
   const sizeRows: SizeRow[] = []
-  let loaded = 0
-  for (const size of SIZES) {
-    const tenants = size / PER_TENANT
-    console.log(`  ${fmt(size)} invoices over ${fmt(tenants)} tenants:`)
-    const t0 = now()
-    await loadInvoices(db, loaded / PER_TENANT + 1, tenants)
-    await db.query('vacuum analyze invoices')
-    const loadSeconds = (now() - t0) / 1000
-    loaded = size
-    await checkSample(db)
-    const { rows: [sizes] } = await db.query<{ n: number, table_bytes: string, index_bytes: string }>(
-      `select count(*)::int as n, pg_relation_size('invoices') as table_bytes,
-              pg_indexes_size('invoices') as index_bytes
-         from invoices`)
-    if (sizes!.n !== size) throw new Error(`${sizes!.n} invoices in the table, ${size} expected`)
-    sizeRows.push({
-      size, tenants, loadSeconds, tableBytes: Number(sizes!.table_bytes), indexBytes: Number(sizes!.index_bytes)
-    })
-    console.log(`    loaded and vacuumed in ${fmt(loadSeconds, 1)} s; table ` +
-      `${fmt(Number(sizes!.table_bytes) / size)} bytes and indexes ${fmt(Number(sizes!.index_bytes) / size)} ` +
-      'bytes per invoice')
+  let ingest: IngestRow | undefined
+  if (service) {
+    const bares = new Map<ReadPhase, ServerProcess>()
+    const bodyBytes = new Map<ReadPhase, number>()
+    let loaded = 0
+    for (const size of SIZES) {
+      const tenants = size / PER_TENANT
+      console.log(`  ${fmt(size)} invoices over ${fmt(tenants)} tenants:`)
+      const t0 = now()
+      await loadInvoices(db, loaded / PER_TENANT + 1, tenants)
+      await db.query('vacuum analyze invoices')
+      const loadSeconds = (now() - t0) / 1000
+      loaded = size
+      await checkSample(db)
+      const { rows: [sizes] } = await db.query<{ n: number, table_bytes: string, index_bytes: string }>(
+        `select count(*)::int as n, pg_relation_size('invoices') as table_bytes,
+                pg_indexes_size('invoices') as index_bytes
+           from invoices`)
+      if (sizes!.n !== size) throw new Error(`${sizes!.n} invoices in the table, ${size} expected`)
+      sizeRows.push({
+        size, tenants, loadSeconds, tableBytes: Number(sizes!.table_bytes), indexBytes: Number(sizes!.index_bytes)
+      })
+      console.log(`    loaded and vacuumed in ${fmt(loadSeconds, 1)} s; table ` +
+        `${fmt(Number(sizes!.table_bytes) / size)} bytes and indexes ${fmt(Number(sizes!.index_bytes) / size)} ` +
+        'bytes per invoice')
 
-    // The requests of each phase, over every tenant of this size.
-    const requests: Record<ReadPhase, Array<[string, string]>> = { list: [], deep: [], get: [] }
-    for (let t = 1; t <= tenants; t++) {
-      const token = tokens[t - 1]!
-      if (PHASES.has('list')) requests.list.push([`${tenantPath(t)}/invoices?limit=${LIMIT}`, token])
-      if (PHASES.has('deep')) requests.deep.push([tenantPath(t) + await deepPath(service, tokens, t), token])
-    }
-    if (PHASES.has('get')) {
-      for (let i = 0; i < GET_REQUESTS; i++) {
-        const t = 1 + Math.floor(Math.random() * tenants)
-        const k = 1 + Math.floor(Math.random() * PER_TENANT)
-        requests.get.push([`${tenantPath(t)}/invoices/${invoiceId(invoiceNumber(t, k))}`, tokens[t - 1]!])
+      // The requests of each phase, over every tenant of this size.
+      const requests: Record<ReadPhase, Array<[string, string]>> = { list: [], deep: [], get: [] }
+      for (let t = 1; t <= tenants; t++) {
+        const token = tokens[t - 1]!
+        if (PHASES.has('list')) requests.list.push([`${tenantPath(t)}/invoices?limit=${LIMIT}`, token])
+        if (PHASES.has('deep')) requests.deep.push([tenantPath(t) + await deepPath(service, tokens, t), token])
       }
-    }
-
-    for (const phase of READ_PHASES) {
-      // The baseline answers what the service answered to the phase's first request of tenant 1, always.
-      if (!bares.has(phase)) {
-        const first = phase === 'list'
-          ? `/invoices?limit=${LIMIT}`
-          : phase === 'deep' ? await deepPath(service, tokens, 1) : `/invoices/${invoiceId(invoiceNumber(1, 1))}`
-        const body = await ask(service, tokens, 1, first)
-        if (phase !== 'get' && (JSON.parse(body) as { invoices: unknown[] }).invoices.length !== LIMIT) {
-          throw new Error(`${phase}: a page of ${LIMIT} expected`)
-        }
-        const bodyFile = join(dataDir, `bare-${phase}.json`)
-        writeFileSync(bodyFile, body)
-        const port = await freePort()
-        bares.set(phase, await startServer({
-          name: `bare ${phase}`,
-          cleanups,
-          command: process.execPath,
-          args: ['--import', 'tsx', 'bench/bare-server.ts'],
-          env: cleanEnv({
-            PORT: String(port),
-            LOG_LEVEL,
-            BARE_PATH: PHASE_ROUTES[phase],
-            BARE_BODY_FILE: bodyFile,
-            ...(BARE_TEXT ? { BARE_RAW: '1' } : {})
-          }),
-          port,
-          readyPath: '/health'
-        }))
-        bodyBytes.set(phase, Buffer.byteLength(body))
-        const [path] = requests[phase][0]!
-        if (await fetch(bares.get(phase)!.url + path).then(r => r.text()) !== body) {
-          throw new Error(`bare ${phase}: another body`)
+      if (PHASES.has('get')) {
+        for (let i = 0; i < GET_REQUESTS; i++) {
+          const t = 1 + Math.floor(Math.random() * tenants)
+          const k = 1 + Math.floor(Math.random() * PER_TENANT)
+          requests.get.push([`${tenantPath(t)}/invoices/${invoiceId(invoiceNumber(t, k))}`, tokens[t - 1]!])
         }
       }
-      console.log(`    ${PHASE_TITLE[phase]}, ${fmt(bodyBytes.get(phase)!)} bytes, ` +
-        `${fmt(new Set(requests[phase].map(r => r[0])).size)} distinct requests:`)
-      const file = writeRequests(join(dataDir, `requests-${phase}-${size}.txt`), requests[phase])
-      const result = await compare({ name: 'bare', server: bares.get(phase)! }, { name: 'service', server: service },
-        file, PHASE_EXPECT[phase])
-      readRows.push({ size, tenants, phase, bytes: bodyBytes.get(phase)!, ...result })
+
+      for (const phase of READ_PHASES) {
+        // The baseline answers what the service answered to the phase's first request of tenant 1, always.
+        if (!bares.has(phase)) {
+          const first = phase === 'list'
+            ? `/invoices?limit=${LIMIT}`
+            : phase === 'deep' ? await deepPath(service, tokens, 1) : `/invoices/${invoiceId(invoiceNumber(1, 1))}`
+          const body = await ask(service, tokens, 1, first)
+          if (phase !== 'get' && (JSON.parse(body) as { invoices: unknown[] }).invoices.length !== LIMIT) {
+            throw new Error(`${phase}: a page of ${LIMIT} expected`)
+          }
+          const bodyFile = join(dataDir, `bare-${phase}.json`)
+          writeFileSync(bodyFile, body)
+          const port = await freePort()
+          bares.set(phase, await startServer({
+            name: `bare ${phase}`,
+            cleanups,
+            command: process.execPath,
+            args: ['--import', 'tsx', 'bench/bare-server.ts'],
+            env: cleanEnv({
+              PORT: String(port),
+              LOG_LEVEL,
+              BARE_PATH: PHASE_ROUTES[phase],
+              BARE_BODY_FILE: bodyFile,
+              ...(BARE_TEXT ? { BARE_RAW: '1' } : {})
+            }),
+            port,
+            readyPath: '/health'
+          }))
+          bodyBytes.set(phase, Buffer.byteLength(body))
+          const [path] = requests[phase][0]!
+          if (await fetch(bares.get(phase)!.url + path).then(r => r.text()) !== body) {
+            throw new Error(`bare ${phase}: another body`)
+          }
+        }
+        console.log(`    ${PHASE_TITLE[phase]}, ${fmt(bodyBytes.get(phase)!)} bytes, ` +
+          `${fmt(new Set(requests[phase].map(r => r[0])).size)} distinct requests:`)
+        const file = writeRequests(join(dataDir, `requests-${phase}-${size}.txt`), requests[phase])
+        const result = await compare({ name: 'bare', server: bares.get(phase)! }, { name: 'service', server: service },
+          file, PHASE_EXPECT[phase])
+        readRows.push({ size, tenants, phase, bytes: bodyBytes.get(phase)!, ...result })
+      }
     }
+    for (const bare of bares.values()) await bare.stop()
+
+    if (PHASES.has('ingest')) ingest = await ingestPhase(service, receiver, tenant, eventsToken, dataDir)
+    await service.stop()
   }
-  for (const bare of bares.values()) await bare.stop()
-
-  const ingest = PHASES.has('ingest') ? await ingestPhase(service, receiver, tenant, eventsToken, dataDir) : undefined
-  await service.stop()
-  report(readRows, sizeRows, ingest)
+  // The service of `aged` starts on the same port (the tokens' audience): the first one has stopped.
+  const aged = PHASES.has('aged')
+    ? await agedPhase(cleanups, db, env, tenant.clientId, servicePort, dataDir)
+    : undefined
+  report(readRows, sizeRows, ingest, aged)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -710,8 +816,535 @@ async function ingestPhase (
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Aged receivables
 
-function report (reads: ReadRow[], sizes: SizeRow[], ingest: IngestRow | undefined): void {
+/** Aged tenant t: 1..BENCH_AGED_TENANTS the typical ones, LARGE + 1.. the large ones (one per size). */
+const LARGE = 90_000
+const agedTenantOf = (t: number) => ({ orgRefId: `org_a${pad(t, 5)}`, entityRefId: `ent_a${pad(t, 5)}` })
+const agedPath = (t: number): string => {
+  const { orgRefId, entityRefId } = agedTenantOf(t)
+  return `/public/v1/orgs/${orgRefId}/entities/${entityRefId}/reports/aged-receivables`
+}
+const AGED_QUERY = `?as_of=${AGED_AS_OF}&limit=${LIMIT}`
+const AGED_ROUTE = '/public/v1/orgs/:orgId/entities/:entityId/reports/aged-receivables'
+/** Every report of the run starts so: each tenant has customers invoiced in EUR, the first currency by code. */
+const AGED_EXPECT = `{"as_of":"${AGED_AS_OF}","totals":[{"currency":"EUR"`
+
+/**
+ * Invoices of aged tenants $1..$2: for each j of $3..$4 the tenant's open invoice j and AGED_HISTORY older ones,
+ * invoice i = (j - 1) × (AGED_HISTORY + 1) + r + 1 (r = 0 the open one), over $5 customers; written in j order, then
+ * tenant (the tenants' rows interleaved, as they arrive over time). Bodies, sums and columns as INSERT_INVOICES,
+ * money with the currency's minor digits (JPY none). Open invoice j: authorised, due 150 days before as_of to 150
+ * after (uniform over j), issued 30 days before it is due or, when due later, up to 9 days before as_of; every 7th
+ * partly paid (two fifths). History: of every 6, 4 paid, 1 voided, 1 draft, due 30 to 730 days before as_of.
+ * Customer c of invoice seed s (j, or the history number): 1 + s × 7919 mod customers, so that a tenant's open
+ * invoices are spread evenly over its customers; its currency JPY when c mod 20 = 19, USD when 16 to 18, and for
+ * c mod 10 = 3 USD for every third invoice, else EUR. (The steps are materialized: inlined, each repeats the
+ * expressions of those before it, and the statement took 20 times as long to plan and 1.4 times as long to run.)
+ */
+const INSERT_AGED = `
+with g as (
+  select t, j, r, (j - 1) * ${AGED_HISTORY + 1} + r + 1 as i, (j - 1) * ${AGED_HISTORY} + r as h
+    from generate_series($3::int, $4::int) j, generate_series(0, ${AGED_HISTORY}) r,
+         generate_series($1::int, $2::int) t
+), a as materialized (
+  select g.*, 'org_a' || lpad(t::text, 5, '0') as org, 'ent_a' || lpad(t::text, 5, '0') as ent,
+         'inv_' || lpad(i::text, 7, '0') as id, case when r = 0 then j else h end as s
+    from g
+), b as materialized (
+  select a.*, (1 + (s::bigint * 7919) % $5::int)::int as c,
+         case when r = 0 then 'authorised'
+              else (${sqlArray(['paid', 'paid', 'paid', 'paid', 'voided', 'draft'])})[h % 6 + 1] end as status,
+         case when r = 0 then date '${AGED_AS_OF}' - 150 + ((j::bigint * 7907) % 301)::int
+              else date '${AGED_AS_OF}' - 30 - ((h::bigint * 7907) % 700)::int end as due
+    from a
+), cc as materialized (
+  select b.*, 'cus_' || lpad(c::text, 5, '0') as cus,
+         (${sqlArray(CUSTOMER_NAMES)})[c % 20 + 1] || ' ' || lpad(c::text, 4, '0') as cus_name,
+         case when c % 20 = 19 then 'JPY' when c % 20 >= 16 or (c % 10 = 3 and s % 3 = 0) then 'USD' else 'EUR' end
+           as cur,
+         least(due - 30, date '${AGED_AS_OF}' - s % 10) as issue
+    from b
+), d as materialized (
+  select cc.*, 1 + i % 5 as q1,
+         case when cur = 'JPY' then 100 * (10 + (i * 37) % 2000) else 1000 + (i * 37) % 90000 end as u1,
+         (${sqlArray(QUANTITIES)})[i % 5 + 1] as q2,
+         case when cur = 'JPY' then 50 * (10 + (i * 53) % 400) else 500 + (i * 53) % 20000 end as u2,
+         (${sqlArray(ITEMS)})[i % 10 + 1] as d1, (${sqlArray(ITEMS)})[(i + 3) % 10 + 1] as d2,
+         (issue + interval '9 hours' + (i % 3600) * interval '1 second') at time zone 'UTC' as created
+    from cc
+), e as materialized (
+  select d.*, q1::bigint * u1 as a1, round(q2::numeric * u2)::bigint as a2 from d
+), f as materialized (
+  select e.*, round(a1 * 0.19)::bigint as t1, round(a2 * 0.19)::bigint as t2 from e
+), k as materialized (
+  select f.*, a1 + a2 as sub, t1 + t2 as tax, a1 + a2 + t1 + t2 as total from f
+), m as materialized (
+  select k.*,
+         case when status = 'paid' then total when r = 0 and j % 7 = 0 then total * 2 / 5 else 0 end as paid,
+         case when status = 'paid'
+                then (due - i % 20 + interval '14 hours' + (i % 3600) * interval '1 second') at time zone 'UTC'
+              when status = 'voided' then created + interval '2 days'
+              when r = 0 and j % 7 = 0
+                then least(created + (j % 20 + 1) * interval '1 day', timestamptz '${AGED_AS_OF}T18:00:00Z')
+              else created end as upd
+    from k
+)
+insert into invoices (org_ref_id, entity_ref_id, id, updated_at, status, party_id, due_date, currency,
+                      amount_due_minor, party_name, body)
+select org, ent, id, upd, status, cus, due, cur, total - paid, cus_name,
+       '{"id":"' || id || '","number":"INV-' || lpad(i::text, 7, '0') || '","status":"' || status ||
+       '","customer":{"id":"' || cus || '","name":"' || cus_name || '"},"currency":"' || cur ||
+       '","issue_date":"' || to_char(issue, 'YYYY-MM-DD') || '","due_date":"' || to_char(due, 'YYYY-MM-DD') ||
+       '","line_items":[{"description":"' || d1 || '","quantity":"' || q1 || '","unit_amount":"' || MONEY(u1) ||
+       '","tax_amount":"' || MONEY(t1) || '","amount":"' || MONEY(a1) ||
+       '"},{"description":"' || d2 || '","quantity":"' || q2 ||
+       '","unit_amount":"' || MONEY(u2) || '","tax_amount":"' || MONEY(t2) || '","amount":"' || MONEY(a2) ||
+       '"}],"subtotal":"' || MONEY(sub) || '","tax_total":"' || MONEY(tax) || '","total":"' || MONEY(total) ||
+       '","amount_paid":"' || MONEY(paid) || '","amount_due":"' || MONEY(total - paid) || '","paid_at":' ||
+       case when status = 'paid' then '"' || ISO(upd) || '"' else 'null' end ||
+       ',"created_at":"' || ISO(created) || '","updated_at":"' || ISO(upd) || '"}'
+  from m
+ order by j, t, r`
+  .replace(/MONEY\(([\w -]+)\)/g,
+    'case when cur = \'JPY\' then ($1)::text else (($1) / 100.0)::numeric(20, 2)::text end')
+  .replace(/ISO\((\w+)\)/g, 'to_char($1 at time zone \'UTC\', \'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\')')
+
+/** Aged tenants t0..t1, `open` open invoices each over `customers` customers (and their history); then VACUUM. */
+async function loadAged (c: pg.Client, t0: number, t1: number, open: number, customers: number): Promise<number> {
+  const started = now()
+  const rowsPerJ = (t1 - t0 + 1) * (AGED_HISTORY + 1)
+  const perStatement = Math.max(1, Math.floor(100_000 / rowsPerJ))
+  for (let j0 = 1; j0 <= open; j0 += perStatement) {
+    const j1 = Math.min(open, j0 + perStatement - 1)
+    await c.query(INSERT_AGED, [t0, t1, j0, j1, customers])
+    process.stdout.write(`\r    loaded ${fmt(rowsPerJ * j1)} of ${fmt(rowsPerJ * open)} invoices`)
+  }
+  process.stdout.write(', vacuum analyze… ')
+  await c.query('vacuum analyze invoices')
+  const seconds = (now() - started) / 1000
+  process.stdout.write(`${fmt(seconds, 1)} s\n`)
+  return seconds
+}
+
+/**
+ * Installs and access tokens of the aged tenants, made when the phase starts (a token lives an hour: those of the
+ * setup would not outlive a long run), by a setup app on the service's database and keys, closed at once.
+ */
+async function agedTokens (env: Record<string, string>, clientId: string, tenants: number[]) {
+  const app = await buildApp({ ...loadConfig(env), webhookWorker: false, logLevel: 'warn' }, { logStream: discard() })
+  try {
+    await app.ready()
+    const scopes = ['invoices:read', 'bills:read', 'customers:read']
+    await app.db.query(
+      `insert into installs (install_id, client_id, org_ref_id, entity_ref_id, scopes, installed_by)
+       select 'ins_a' || lpad(t::text, 5, '0'), $1, 'org_a' || lpad(t::text, 5, '0'),
+              'ent_a' || lpad(t::text, 5, '0'), $2, 'bench'
+         from unnest($3::int[]) t`,
+      [clientId, scopes, tenants])
+    const issuedAt = Date.now()
+    return new Map(tenants.map(t => [t, app.accessTokens.issue(
+      { clientId, ...agedTenantOf(t), installId: `ins_a${pad(t, 5)}`, scopes }, issuedAt)]))
+  } finally {
+    await app.close()
+  }
+}
+
+/**
+ * The service's request log lines, read from its standard output through a pipe as a log collector reads them (as
+ * bench/dashboard.ts does): the `ms` of each line whose URL `listen` was given a test for, until `take`.
+ */
+function requestTimes () {
+  let rest = ''
+  let wanted: ((url: string) => boolean) | undefined
+  let times: number[] = []
+  return {
+    read (text: string): void {
+      const lines = (rest + text).split('\n')
+      rest = lines.pop()!
+      if (wanted === undefined) return
+      for (const line of lines) {
+        if (!line.includes('"msg":"request"')) continue
+        try {
+          const l = JSON.parse(line) as { url?: unknown, ms?: unknown }
+          if (typeof l.url === 'string' && typeof l.ms === 'number' && wanted(l.url)) times.push(l.ms)
+        } catch {}
+      }
+    },
+    listen (test: (url: string) => boolean): void {
+      wanted = test
+      times = []
+    },
+    /** The times read since `listen`, ascending, once the lines of the last answers had time to arrive. */
+    async take (): Promise<number[]> {
+      await sleep(200)
+      const taken = times.sort((x, y) => x - y)
+      wanted = undefined
+      times = []
+      return taken
+    }
+  }
+}
+type RequestTimes = ReturnType<typeof requestTimes>
+
+interface AgedReport {
+  as_of: string
+  totals: Array<AgedMoney & { currency: string }>
+  contacts: Array<AgedMoney & { customer: { id: string, name: string }, currency: string }>
+  next_cursor: string | null
+}
+interface AgedMoney {
+  current: string
+  '1_30': string
+  '31_60': string
+  '61_90': string
+  over_90: string
+  total: string
+  count: number
+}
+const BUCKETS = ['over_90', '61_90', '31_60', '1_30', 'current'] as const
+/** Money as the report writes it (exactly the currency's minor digits) in minor units. */
+const units = (money: string): bigint => BigInt(money.replace('.', ''))
+
+/**
+ * The service's 200 answer to `path`. A 503 is tried again, up to 5 times a second apart: a report of a large tenant
+ * on a busy machine can outlast the service's statement timeout (2 s).
+ */
+async function getText (service: ServerProcess, path: string, token: string): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch(service.url + path, { headers: { authorization: `Bearer ${token}` } })
+    const text = await res.text()
+    if (res.status === 200) return text
+    if (res.status !== 503 || attempt > 5) throw new Error(`GET ${path}: ${res.status} ${text}`)
+    console.log(`    (GET …${path.slice(-40)}: 503, tried again)`)
+    await sleep(1000)
+  }
+}
+
+interface Walked {
+  entries: number
+  pages: number
+  firstBytes: number
+  /** The page after the report's middle page: its path, and the position the store is given for it. */
+  later?: { path: string, bytes: number, after: AgedPosition }
+  totals: AgedReport['totals']
+}
+
+/**
+ * The whole report of aged tenant t, page by page: the contacts' counts must add up to the tenant's `open`
+ * invoices, their totals to each currency's, and the totals must use every bucket.
+ */
+async function walkReport (service: ServerProcess, t: number, token: string, open: number): Promise<Walked> {
+  const cursors: Array<{ cursor: string, after: AgedPosition }> = []
+  const sums = new Map<string, bigint>()
+  let count = 0
+  let entries = 0
+  let first: { bytes: number, totals: AgedReport['totals'] } | undefined
+  for (let cursor: string | null = null; ;) {
+    const text = await getText(service, agedPath(t) + AGED_QUERY + (cursor ? `&cursor=${cursor}` : ''), token)
+    const page = JSON.parse(text) as AgedReport
+    first ??= { bytes: Buffer.byteLength(text), totals: page.totals }
+    for (const e of page.contacts) {
+      count += e.count
+      sums.set(e.currency, (sums.get(e.currency) ?? 0n) + units(e.total))
+    }
+    entries += page.contacts.length
+    cursor = page.next_cursor
+    if (cursor === null) break
+    const last = page.contacts.at(-1)!
+    const buckets = BUCKETS.map(b => units(last[b]).toString()) as AgedPosition['buckets']
+    cursors.push({ cursor, after: { buckets, partyId: last.customer.id, currency: last.currency } })
+  }
+  const totals = first!.totals
+  const problems = [
+    ...(count === open ? [] : [`the contacts count ${count} invoices`]),
+    ...(totals.reduce((n, x) => n + x.count, 0) === open ? [] : ['the totals count other invoices']),
+    ...totals.filter(x => sums.get(x.currency) !== units(x.total)).map(x => `the ${x.currency} total differs`),
+    ...BUCKETS.filter(b => totals.every(x => units(x[b]) === 0n)).map(b => `bucket ${b} unused`)
+  ]
+  if (problems.length > 0) throw new Error(`aged tenant ${t} (${open} open invoices): ${problems.join('; ')}`)
+  const middle = cursors[Math.floor((cursors.length - 1) / 2)]
+  let later: Walked['later']
+  if (middle) {
+    const path = `${agedPath(t)}${AGED_QUERY}&cursor=${middle.cursor}`
+    later = { path, bytes: Buffer.byteLength(await getText(service, path, token)), after: middle.after }
+  }
+  return { entries, pages: cursors.length + 1, firstBytes: first!.bytes, later, totals }
+}
+
+interface PlanTimes { custom: number, generic: number, lines: string[] }
+
+/**
+ * EXPLAIN (ANALYZE, BUFFERS) of the statement the aged report store sends for `q` (taken from the store itself,
+ * with a Db that only records it): with its values (a custom plan) and prepared with force_generic_plan (the
+ * generic plan a connection of the service may keep after five executions). JIT off, as the service's connections.
+ */
+async function explainAged (c: pg.Client, q: AgedQuery): Promise<PlanTimes> {
+  let statement: { text: string, params: unknown[] } | undefined
+  const recorder = { query: async (text: string, params: unknown[]) => { statement = { text, params }; return [] } }
+  await createAgedReportStore(recorder as unknown as Db, RECORD_KINDS.invoice).page(q)
+  const { text, params } = statement!
+  const explain = async (sql: string, values?: unknown[]): Promise<{ ms: number, lines: string[] }> => {
+    const { rows } = await c.query<{ 'QUERY PLAN': string }>({ text: `explain (analyze, buffers) ${sql}`, values })
+    const lines = rows.map(r => r['QUERY PLAN'])
+    return { ms: Number(/Execution Time: ([\d.]+) ms/.exec(lines.join('\n'))?.[1] ?? NaN), lines }
+  }
+  await c.query('set jit = off')
+  await explain(text, params) // once to warm, as the service's connections are
+  const custom = await explain(text, params)
+  await c.query(`prepare bench_aged as ${text}`)
+  try {
+    await c.query('set plan_cache_mode = force_generic_plan')
+    const literals = params.map(v => typeof v === 'number' ? String(v) : pg.escapeLiteral(String(v)))
+    const generic = await explain(`execute bench_aged(${literals.join(', ')})`)
+    return {
+      custom: custom.ms,
+      generic: generic.ms,
+      lines: ['-- custom plan', ...custom.lines, '-- generic plan', ...generic.lines]
+    }
+  } finally {
+    await c.query('reset plan_cache_mode')
+    await c.query('deallocate bench_aged')
+  }
+}
+
+interface AgedSizeRow {
+  open: number
+  customers: number
+  invoices: number
+  entries: number
+  pages: number
+  loadSeconds: number
+  page: 'first' | 'later'
+  bytes: number
+  figures: SliceFigures & { failed: number }
+  serverP50: number
+  serverP99: number
+  cpuMicrosPerRequest: number
+  pgMicrosPerRequest: number
+  plan: PlanTimes
+  load: number
+}
+
+interface AgedTypicalRow {
+  tenants: number
+  open: number
+  customers: number
+  loadSeconds: number
+  bytes: number
+  bare: Measured
+  service: Measured
+  serverP50: number
+  serverP99: number
+  load: number
+}
+
+interface AgedResult { sizes: AgedSizeRow[], typical: AgedTypicalRow }
+
+/**
+ * The slices of one page at size merged, as mergeSlices does, except that 503s are counted, not fatal: at 10
+ * connections a large tenant's report can outlast the service's statement timeout (2 s), which is a result. Latency
+ * is over every answer, 503s included; req/s counts the 200s. An unexpected 200 or no 200 at all still ends the run.
+ */
+function mergeAged (name: string, url: string, results: RawResult[]): SliceFigures & { failed: number } {
+  const sum = (k: keyof RawResult): number => results.reduce((n, r) => n + r[k], 0)
+  const total = sum('totalCompletedRequests')
+  // A 503 fails the body check too: mismatches beyond the non-2xx answers are 200s with another body.
+  if (sum('mismatches') > sum('non2xx') || total - sum('non2xx') === 0) {
+    throw new Error(`${name}: ${total} answers, ${sum('non2xx')} non-2xx, ${sum('mismatches')} unexpected bodies`)
+  }
+  const merged = aggregateResult(results, { url, connections: AGED_CONNECTIONS })
+  const duration = sum('duration')
+  return {
+    rps: (total - sum('non2xx')) / duration,
+    p50: merged.latency.p50,
+    p99: merged.latency.p99,
+    total,
+    duration,
+    failed: sum('non2xx') + sum('errors')
+  }
+}
+
+/** One slice of requests, all the same, at BENCH_AGED_CONNECTIONS, with the service's and Postgres' CPU. */
+async function agedSlice (service: ServerProcess, path: string, token: string, seconds: number) {
+  const cpu0 = service.cpuSeconds()
+  const pg0 = await backendCpu()
+  const raw = await loadSlice({
+    url: service.url + path,
+    connections: AGED_CONNECTIONS,
+    duration: seconds,
+    headers: { authorization: `Bearer ${token}` }
+  }, { expect: AGED_EXPECT })
+  return { raw, cpu: service.cpuSeconds() - cpu0, pg: await cpuSince(pg0) }
+}
+
+/** The large tenant of one size: warm-up, then alternating slices of its first and later page. */
+async function agedAtSize (
+  service: ServerProcess, times: RequestTimes, t: number, token: string, open: number, customers: number,
+  loadSeconds: number, invoices: number
+): Promise<AgedSizeRow[]> {
+  const started = now()
+  const walked = await walkReport(service, t, token, open)
+  console.log(`    the report: ${fmt(walked.entries)} entries in ${fmt(walked.pages)} pages of ${LIMIT}, read and ` +
+    `checked in ${fmt((now() - started) / 1000, 1)} s; totals ` +
+    walked.totals.map(x => `${x.currency} ${fmt(x.count)}`).join(', '))
+  const pages = [
+    { page: 'first' as const, path: agedPath(t) + AGED_QUERY, bytes: walked.firstBytes, after: undefined },
+    ...(walked.later ? [{ page: 'later' as const, ...walked.later }] : [])
+  ]
+  if (WARMUP > 0) {
+    for (const p of pages) {
+      const warm = await agedSlice(service, p.path, token, WARMUP)
+      mergeAged(`aged ${p.page}`, service.url, [warm.raw])
+    }
+  }
+  const acc = pages.map(() => ({ results: [] as RawResult[], cpu: 0, pg: 0, times: [] as number[] }))
+  const perSlice = SECONDS / ROUNDS
+  for (let round = 0; round < ROUNDS; round++) {
+    const parts: string[] = []
+    const order = pages.map((_, i) => i)
+    for (const i of round % 2 === 0 ? order : order.reverse()) {
+      const p = pages[i]!
+      times.listen(url => url === p.path)
+      const m = await agedSlice(service, p.path, token, perSlice)
+      acc[i]!.results.push(m.raw)
+      acc[i]!.cpu += m.cpu
+      acc[i]!.pg += m.pg
+      acc[i]!.times.push(...await times.take())
+      const failed = m.raw.non2xx + m.raw.errors
+      parts.push(`${p.page} page ${fmt((m.raw.totalCompletedRequests - m.raw.non2xx) / m.raw.duration)} req/s` +
+        (failed > 0 ? ` (${fmt(failed)} failed)` : ''))
+    }
+    console.log(`      round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ` +
+      `${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
+  }
+  const rows: AgedSizeRow[] = []
+  for (const [i, p] of pages.entries()) {
+    const { results, cpu, pg: pgCpu, times: serverTimes } = acc[i]!
+    const figures = mergeAged(`aged ${p.page}`, service.url, results)
+    serverTimes.sort((x, y) => x - y)
+    const plan = await explainAged(meter!, {
+      ...agedTenantOf(t), asOf: AGED_AS_OF, limit: LIMIT, after: p.after
+    })
+    console.log(`    ${p.page} page: ${fmt(p.bytes)} bytes; EXPLAIN ANALYZE ${fmt(plan.custom, 1)} ms (custom plan), ` +
+      `${fmt(plan.generic, 1)} ms (generic plan)`)
+    if (AGED_PLANS) console.log(plan.lines.map(l => `      ${l}`).join('\n'))
+    rows.push({
+      open,
+      customers,
+      invoices,
+      entries: walked.entries,
+      pages: walked.pages,
+      loadSeconds,
+      page: p.page,
+      bytes: p.bytes,
+      figures,
+      serverP50: quantile(serverTimes, 0.5),
+      serverP99: quantile(serverTimes, 0.99),
+      cpuMicrosPerRequest: cpu * 1e6 / figures.total,
+      pgMicrosPerRequest: pgCpu * 1e6 / figures.total,
+      plan,
+      load: loadavg()[0]!
+    })
+  }
+  return rows
+}
+
+/**
+ * The phase: tokens of its tenants, a service of its own (its log read), each size's large tenant loaded and
+ * measured, then the typical tenants loaded and compared with the bare route.
+ */
+async function agedPhase (
+  cleanups: Cleanup[], db: pg.Client, env: Record<string, string>, clientId: string, port: number, dataDir: string
+): Promise<AgedResult> {
+  const typical = Array.from({ length: AGED_TENANTS }, (_, i) => i + 1)
+  const large = AGED_OPEN.map((_, i) => LARGE + i + 1)
+  const tokens = await agedTokens(env, clientId, [...typical, ...large])
+  console.log(`  aged: GET …/reports/aged-receivables${AGED_QUERY}; tenants of ${fmt(AGED_OPEN[0]!)} to ` +
+    `${fmt(AGED_OPEN.at(-1)!)} open invoices (${AGED_PER_CUSTOMER} per customer) at ${AGED_CONNECTIONS} ` +
+    `connections, then ${fmt(AGED_TENANTS)} tenants of ${fmt(AGED_TENANT_OPEN)} at ${CONNECTIONS}; ` +
+    `${AGED_HISTORY} paid, voided or draft invoices beside each open one (load average ${loadavg()[0]!.toFixed(2)})`)
+  const times = requestTimes()
+  const service = await startService({
+    cleanups,
+    env: { ...env, PUBLIC_RATE_LIMIT: '1000000', ...(DELIVERY ? {} : { WEBHOOK_WORKER: 'false' }) },
+    port,
+    logLevel: LOG_LEVEL,
+    onOutput: times.read,
+    nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : undefined
+  })
+
+  const sizes: AgedSizeRow[] = []
+  for (const [i, open] of AGED_OPEN.entries()) {
+    const t = large[i]!
+    const customers = Math.max(1, Math.round(open / AGED_PER_CUSTOMER))
+    const invoices = open * (AGED_HISTORY + 1)
+    console.log(`  aged, one tenant of ${fmt(open)} open invoices, ${fmt(customers)} customers, ${fmt(invoices)} ` +
+      'invoices in all:')
+    const loadSeconds = await loadAged(db, t, t, open, customers)
+    await checkSample(db, agedTenantOf(t))
+    sizes.push(...await agedAtSize(service, times, t, tokens.get(t)!, open, customers, loadSeconds, invoices))
+  }
+
+  console.log(`  aged, ${fmt(AGED_TENANTS)} tenants of ${fmt(AGED_TENANT_OPEN)} open invoices, ` +
+    `${fmt(AGED_TENANT_CUSTOMERS)} customers each:`)
+  const loadSeconds = await loadAged(db, 1, AGED_TENANTS, AGED_TENANT_OPEN, AGED_TENANT_CUSTOMERS)
+  await checkSample(db, agedTenantOf(1))
+  const walked = await walkReport(service, 1, tokens.get(1)!, AGED_TENANT_OPEN)
+  const body = await getText(service, agedPath(1) + AGED_QUERY, tokens.get(1)!)
+  const bodyFile = join(dataDir, 'bare-aged.json')
+  writeFileSync(bodyFile, body)
+  const barePort = await freePort()
+  const bare = await startServer({
+    name: 'bare aged',
+    cleanups,
+    command: process.execPath,
+    args: ['--import', 'tsx', 'bench/bare-server.ts'],
+    env: cleanEnv({
+      PORT: String(barePort),
+      LOG_LEVEL,
+      BARE_PATH: AGED_ROUTE,
+      BARE_BODY_FILE: bodyFile,
+      ...(BARE_TEXT ? { BARE_RAW: '1' } : {})
+    }),
+    port: barePort,
+    readyPath: '/health'
+  })
+  if (await fetch(bare.url + agedPath(2) + AGED_QUERY).then(r => r.text()) !== body) {
+    throw new Error('bare aged: another body')
+  }
+  const file = writeRequests(join(dataDir, 'requests-aged.txt'),
+    typical.map(t => [agedPath(t) + AGED_QUERY, tokens.get(t)!]))
+  console.log(`    first page, ${fmt(Buffer.byteLength(body))} bytes (${fmt(walked.entries)} entries), ` +
+    `${fmt(typical.length)} distinct requests:`)
+  const serverTimes: number[] = []
+  const result = await compare({ name: 'bare', server: bare }, { name: 'service', server: service }, file,
+    AGED_EXPECT, {
+      start: () => times.listen(url => url.includes('/reports/aged-receivables')),
+      stop: async () => { serverTimes.push(...await times.take()) }
+    })
+  serverTimes.sort((x, y) => x - y)
+  await bare.stop()
+  await service.stop()
+  return {
+    sizes,
+    typical: {
+      tenants: AGED_TENANTS,
+      open: AGED_TENANT_OPEN,
+      customers: AGED_TENANT_CUSTOMERS,
+      loadSeconds,
+      bytes: Buffer.byteLength(body),
+      ...result,
+      serverP50: quantile(serverTimes, 0.5),
+      serverP99: quantile(serverTimes, 0.99),
+      load: loadavg()[0]!
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+function report (reads: ReadRow[], sizes: SizeRow[], ingest: IngestRow | undefined, aged?: AgedResult): void {
   console.log('')
   if (reads.length > 0) {
     printTable([
@@ -723,12 +1356,15 @@ function report (reads: ReadRow[], sizes: SizeRow[], ingest: IngestRow | undefin
     ], 2)
     console.log('')
   }
-  printTable([
-    ['invoices', 'tenants', 'loaded in s', 'table bytes/invoice', 'index bytes/invoice', 'table MiB', 'indexes MiB'],
-    ...sizes.map(s => [fmt(s.size), fmt(s.tenants), fmt(s.loadSeconds, 1), fmt(s.tableBytes / s.size),
-      fmt(s.indexBytes / s.size), fmt(s.tableBytes / 2 ** 20), fmt(s.indexBytes / 2 ** 20)])
-  ])
-  console.log('')
+  if (sizes.length > 0) {
+    printTable([
+      ['invoices', 'tenants', 'loaded in s', 'table bytes/invoice', 'index bytes/invoice', 'table MiB', 'indexes MiB'],
+      ...sizes.map(s => [fmt(s.size), fmt(s.tenants), fmt(s.loadSeconds, 1), fmt(s.tableBytes / s.size),
+        fmt(s.indexBytes / s.size), fmt(s.tableBytes / 2 ** 20), fmt(s.indexBytes / 2 ** 20)])
+    ])
+    console.log('')
+  }
+  if (aged) reportAged(aged)
   if (ingest) {
     printTable([
       ['events per request', 'requests', 'events/s', 'p50 ms', 'p99 ms', 'deliveries/s end to end',
@@ -785,6 +1421,82 @@ function report (reads: ReadRow[], sizes: SizeRow[], ingest: IngestRow | undefin
     console.log(`  ingest: ${fmt(ingest.eventsPerS)} record events/s (target >= ${fmt(TARGET_INGEST)}) ` +
       verdict(ingest.eventsPerS >= TARGET_INGEST))
   }
+  if (aged) agedVerdicts(aged)
+}
+
+/** The p99 target holds for a tenant of up to 10,000 open invoices; larger ones show the growth. */
+const agedTargeted = (r: AgedSizeRow): boolean => r.open <= 10_000
+const ms = (x: number): string => Number.isNaN(x) ? '–' : fmt(x, x < 10 ? 1 : 0)
+
+function reportAged ({ sizes, typical: t }: AgedResult): void {
+  console.log(`  aged receivables, one tenant at ${AGED_CONNECTIONS} connections (as_of ${AGED_AS_OF}, limit ` +
+    `${LIMIT}; "later": the page after the report's middle page; server: the service's own request log, ms):`)
+  printTable([
+    ['open invoices', 'customers', 'entries', 'all invoices', 'page', 'bytes', 'req/s', 'failed', 'p50 ms',
+      'p99 ms', 'server p50 ms', 'server p99 ms', 'service CPU µs/req', 'postgres CPU µs/req', 'EXPLAIN custom ms',
+      'generic ms', 'load avg'],
+    ...sizes.map(r => [fmt(r.open), fmt(r.customers), fmt(r.entries), fmt(r.invoices), r.page, fmt(r.bytes),
+      fmt(r.figures.rps), fmt(r.figures.failed), ms(r.figures.p50), ms(r.figures.p99), ms(r.serverP50),
+      ms(r.serverP99),
+      fmt(r.cpuMicrosPerRequest), fmt(r.pgMicrosPerRequest), fmt(r.plan.custom, 1), fmt(r.plan.generic, 1),
+      r.load.toFixed(2)])
+  ], 1)
+  if (sizes.some(r => r.figures.failed > 0)) {
+    console.log('  (failed: answers other than 200, all 503 so far: the report outlasted the service\'s statement ' +
+      'timeout, 2 s; latency counts them, req/s does not)')
+  }
+  console.log('')
+  console.log(`  aged receivables, typical tenants at ${CONNECTIONS} connections, against the bare route serving ` +
+    'the first tenant\'s bytes:')
+  printTable([
+    ['tenants', 'open invoices each', 'customers each', 'bytes', 'bare req/s', 'service req/s', 'ratio', 'p50 ms',
+      'p99 ms', 'bare p99 ms', 'server p50 ms', 'server p99 ms', 'bare CPU µs/req', 'service CPU µs/req',
+      'postgres CPU µs/req', 'load avg'],
+    [fmt(t.tenants), fmt(t.open), fmt(t.customers), fmt(t.bytes), fmt(t.bare.rps), fmt(t.service.rps),
+      (t.service.rps / t.bare.rps).toFixed(3), ms(t.service.p50), ms(t.service.p99), ms(t.bare.p99),
+      ms(t.serverP50), ms(t.serverP99), fmt(t.bare.cpuMicrosPerRequest), fmt(t.service.cpuMicrosPerRequest),
+      fmt(t.service.pgMicrosPerRequest), t.load.toFixed(2)]
+  ])
+  console.log('')
+  const loaded = [...new Map(sizes.map(r => [r.open, r])).values()]
+  console.log(`  loaded (with VACUUM ANALYZE): ${loaded.map(r => `${fmt(r.invoices)} invoices in ` +
+    `${fmt(r.loadSeconds, 1)} s`).join(', ')}; typical tenants ` +
+    `${fmt(t.tenants * t.open * (AGED_HISTORY + 1))} invoices in ${fmt(t.loadSeconds, 1)} s`)
+  console.log('')
+  for (const r of sizes) {
+    console.log(`markdown row: | ${stamp()} | aged | ${fmt(r.open)} | ${fmt(r.customers)} | ${r.page} | ` +
+      `${fmt(r.figures.rps)} | ${fmt(r.figures.failed)} | ${ms(r.figures.p50)} | **${ms(r.figures.p99)}** | ` +
+      `${ms(r.serverP50)} / ${ms(r.serverP99)} | ${fmt(r.cpuMicrosPerRequest)} / ${fmt(r.pgMicrosPerRequest)} | ` +
+      `${fmt(r.plan.custom, 1)} / ${fmt(r.plan.generic, 1)} |`)
+  }
+  console.log(`markdown row: | ${stamp()} | aged typical | ${fmt(t.tenants)} × ${fmt(t.open)} | ` +
+    `${fmt(t.bare.rps)} | ${fmt(t.service.rps)} | **${(t.service.rps / t.bare.rps).toFixed(3)}** | ` +
+    `${ms(t.service.p50)} | ${ms(t.service.p99)} | ${fmt(t.service.cpuMicrosPerRequest)} / ` +
+    `${fmt(t.service.pgMicrosPerRequest)} |`)
+  console.log('')
+  for (const r of sizes) {
+    const label = `aged, ${fmt(r.open)} open invoices, ${r.page} page`
+    summary(`${label}: p99 at ${AGED_CONNECTIONS} connections`, `${ms(r.figures.p99)} ms`,
+      agedTargeted(r) ? { text: `<= ${TARGET_AGED_P99_MS} ms`, met: r.figures.p99 <= TARGET_AGED_P99_MS } : undefined)
+    summary(`${label}: req/s at ${AGED_CONNECTIONS} connections`, fmt(r.figures.rps))
+  }
+  const ratio = t.service.rps / t.bare.rps
+  summary(`aged, typical tenants (${fmt(t.open)} open invoices): ratio to bare Fastify`, ratio.toFixed(3),
+    { text: `>= ${TARGET_AGED_RATIO}`, met: ratio >= TARGET_AGED_RATIO })
+}
+
+function agedVerdicts ({ sizes, typical: t }: AgedResult): void {
+  for (const r of sizes) {
+    const head = `  aged ${fmt(r.open).padStart(7)} open invoices, ${r.page.padEnd(5)} page: p99 ` +
+      `${ms(r.figures.p99)} ms, ${fmt(r.figures.rps)} req/s` +
+      (r.figures.failed > 0 ? `, ${fmt(r.figures.failed)} of ${fmt(r.figures.total)} answers failed` : '')
+    console.log(agedTargeted(r)
+      ? `${head} (target p99 <= ${TARGET_AGED_P99_MS} ms) ${verdict(r.figures.p99 <= TARGET_AGED_P99_MS)}`
+      : `${head} (the curve: no target)`)
+  }
+  const ratio = t.service.rps / t.bare.rps
+  console.log(`  aged typical tenants (${fmt(t.open)} open invoices): ratio ${ratio.toFixed(3)} ` +
+    `(target >= ${TARGET_AGED_RATIO}) ${verdict(ratio >= TARGET_AGED_RATIO)}`)
 }
 
 runBench(main)
