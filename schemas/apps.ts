@@ -80,7 +80,10 @@ export const AppListing = Type.Object({
   examples: [{ apps: [{ ...appSample, api_key_enabled: true }] }]
 })
 
-export const ClientIdParams = Type.Object({ clientId: Type.String({ examples: [SAMPLE.clientId] }) })
+// No example: none works but the client_id of one of the caller's own apps.
+export const ClientIdParams = Type.Object({
+  clientId: Type.String({ description: 'The app\'s `client_id`, from its registration or `GET /apps`.' })
+})
 
 export const ApiKeyState = Type.Object(
   {

@@ -44,4 +44,7 @@ export const InstallListing = Type.Object({ installs: Type.Array(InstallRecord) 
   description: 'The installs of the entity.',
   examples: [{ installs: [installSample] }]
 })
-export const InstallParams = Type.Object({ installId: Type.String({ examples: [SAMPLE.installId] }) })
+// No example: none works but an install of the caller's organisation.
+export const InstallParams = Type.Object({
+  installId: Type.String({ description: 'The install\'s `installId`, from the installs of an entity.' })
+})

@@ -9,15 +9,16 @@ const Str = (description: string, example?: string) =>
  * may not depends on which parameter is wrong (RFC 6749 4.1.2.1), so the service checks them itself.
  */
 export const AuthorizeQuery = Type.Object({
-  client_id: Str('The app\'s client_id.', SAMPLE.clientId),
-  redirect_uri: Str('One of the app\'s registered redirect URIs, exactly.', SAMPLE.redirectUri),
+  // No examples for the app's own values: "Try it out" sends an example, and no client but the reader's works.
+  client_id: Str('The app\'s client_id (`app_…`), from its registration.'),
+  redirect_uri: Str('One of the app\'s registered redirect URIs, exactly.'),
   response_type: Str('code (the default).', 'code'),
   scope: Str('Space-separated scopes; default: every scope the app registered.', 'invoices:read bills:read'),
   state: Str('Opaque value returned unchanged on the redirect.', 'af0ifjsldkj'),
   code_challenge: Str('PKCE: BASE64URL(SHA256(code_verifier)).', 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'),
   code_challenge_method: Str('S256.', 'S256'),
-  resource: Str('RFC 8707: the MCP endpoint\'s URL or the public API base URL; default: the public API.',
-    'https://marketplace.example/mcp'),
+  resource: Str('RFC 8707: the MCP endpoint\'s URL (`<MCP_BASE_URL>/mcp`) or the public API base URL ' +
+    '(`<PUBLIC_BASE_URL>/public/v1`); default: the public API.'),
   org_ref_id: Str('Organisation to install into; default: the signed-in user\'s.', SAMPLE.orgId),
   entity_ref_id: Str('Entity to install into; without it the user picks one on the page.', SAMPLE.entityId)
 })

@@ -167,7 +167,10 @@ export const Customer = Type.Object({
 export type InvoiceRecord = Static<typeof Invoice>
 export type CustomerRecord = Static<typeof Customer>
 
-/** An example of next_cursor and cursor (opaque to clients). */
+/**
+ * An example of next_cursor (opaque to clients), for the answers' examples only: a cursor parameter has none, since
+ * Swagger UI's "Try it out" sends a parameter's example and no cursor works but one the service gave.
+ */
 const SAMPLE_CURSOR = 'v1.eyJ1IjoiMjAyNi0xMS0wMlQwODoxNDowNS4xMjBaIiwiaSI6Imludl8xMDQyIn0.r18RAlzcB3Vre-Z8rYvdrQ'
 
 /** The query of every list (REST query string, MCP tool arguments): the filters each record kind has. */
@@ -180,8 +183,8 @@ export function listQuery (opts: { statuses: readonly string[], party?: 'custome
       minLength: 1,
       // Room for the longest id (200 characters of up to 4 bytes, or 6 as a JSON escape) in base64url JSON.
       maxLength: 2000,
-      description: 'next_cursor of the previous page, with the same other arguments. Opaque.',
-      examples: [SAMPLE_CURSOR]
+      description: 'next_cursor of the previous page, with the same other arguments. Opaque; leave it out for the ' +
+        'first page.'
     })),
     updated_since: Type.Optional(Type.String({
       format: 'date-time',
@@ -245,9 +248,11 @@ export const InvoicePage = listPage('invoices', Invoice, 'InvoicePage')
 export const BillPage = listPage('bills', Bill, 'BillPage')
 export const CustomerPage = listPage('customers', Customer, 'CustomerPage')
 
-/** A single record's path. */
+/** A single record's path; `example`: an id the sandbox tenant has (kinds.ts). */
 export const idParam = (what: string, example: string) =>
-  Type.String({ minLength: 1, maxLength: 200, description: `The ${what} id.`, examples: [example] })
+  Type.String({
+    minLength: 1, maxLength: 200, description: `The ${what} id, as the accounting system sent it.`, examples: [example]
+  })
 
 export const RECORD_SCHEMAS = { invoice: Invoice, bill: Bill, customer: Customer }
 export const RECORD_SAMPLES = { invoice: INVOICE_EXAMPLE, bill: BILL_EXAMPLE, customer: CUSTOMER_EXAMPLE }
@@ -292,8 +297,8 @@ function agedReport (title: string, party: 'customer' | 'supplier') {
     cursor: Type.Optional(Type.String({
       minLength: 1,
       maxLength: 2000,
-      description: 'next_cursor of the previous page, with the same other arguments. Opaque.',
-      examples: [SAMPLE_CURSOR]
+      description: 'next_cursor of the previous page, with the same other arguments. Opaque; leave it out for the ' +
+        'first page.'
     }))
   }, { additionalProperties: false })
 

@@ -102,11 +102,12 @@ export const ListQuery = Type.Object({
 
 export const SubscriptionParams = Type.Object({
   ...TenantParams.properties,
-  subscriptionId: Type.String({ examples: [SAMPLE.subscriptionId] })
+  // No example: none works but an id of the caller's own subscriptions.
+  subscriptionId: Type.String({ description: 'The subscription\'s `_id`, from the listing or its creation.' })
 })
 export const DeliveryParams = Type.Object({
   ...SubscriptionParams.properties,
-  deliveryId: Type.String({ examples: [SAMPLE.deliveryId] })
+  deliveryId: Type.String({ description: 'A `delivery_id` of the subscription\'s attempts log.' })
 })
 
 export const DeleteResult = Type.Object(
@@ -180,8 +181,7 @@ export const AttemptLogQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50, examples: [20] })),
   cursor: Type.Optional(Type.String({
     maxLength: 200,
-    description: 'next_cursor of the previous page.',
-    examples: ['v1.WyIyMDI2LTExLTI0VDA5OjMxOjAyLjExOFoiLCJhdHRfMGIxYyJd.mD2H1jKIf-WKyhq772qODg']
+    description: 'next_cursor of the previous page; leave it out for the first page.'
   }))
 })
 

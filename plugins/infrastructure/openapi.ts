@@ -139,7 +139,9 @@ export default fp(
             'Errors are JSON objects with `error` (a stable code) and `message`; each operation lists the codes ' +
             'it can answer. AI agents reach the same capabilities over MCP at `/mcp` (see `/catalog.json`).',
           license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
-          contact: { name: 'Marketplace developer support', url: `${base}/docs` }
+          // A name only: the reference page shows a url as a "Website" link, and the one address this service has for
+          // its developers is that page itself.
+          contact: { name: 'Marketplace developer support' }
         },
         servers: [{ url: base, description: 'This instance' }],
         // TypeBox schemas are JSON Schema, which @fastify/swagger's OpenAPI typings do not model: hence the cast.
@@ -175,18 +177,24 @@ export default fp(
           { name: 'operations', description: 'Liveness and readiness probes.' }
         ],
         components: {
+          // Each says who holds it and where it goes: the reference page's "Authorize" dialog lists all six.
           securitySchemes: {
             accessToken: {
               type: 'http',
               scheme: 'bearer',
               bearerFormat: 'JWT',
-              description: `Access token (RS256, typ at+jwt, aud marketplace_app) from ${base}/oauth/token. ` +
+              description: '**Apps, with an install\'s access token.** Paste the `access_token` that ' +
+                `${base}/oauth/token gave the app for one install (RS256, typ at+jwt, aud marketplace_app, valid ` +
+                '1 hour), for every `/public/v1` route (and `/mcp`, when it was asked for with that resource). ' +
                 `Scopes: ${Object.keys(scopes).join(', ')}.`
             },
             oauth2: {
               type: 'oauth2',
-              description: 'The install flow: authorization code with PKCE (S256). The same access token as ' +
-                '`accessToken`, obtained here from the reference page.',
+              description: '**Apps, trying the API from this page.** Runs the install flow here (authorization ' +
+                'code with PKCE, S256) and holds the same access token as `accessToken`. Paste the `client_id` of ' +
+                `a client that registered ${base}/docs/static/oauth2-redirect.html as a redirect URI (a public ` +
+                'client from `POST /oauth/register`: leave the secret empty), tick the scopes, and allow on the ' +
+                'consent page.',
               flows: {
                 authorizationCode: {
                   authorizationUrl: `${base}/oauth/authorize`,
@@ -199,26 +207,32 @@ export default fp(
             clientCredentials: {
               type: 'http',
               scheme: 'basic',
-              description: 'client_id and client_secret of a confidential client (or both in the form body). ' +
-                'Public clients send only client_id in the body.'
+              description: '**Apps, at the token and revocation endpoints.** The `client_id` and `client_secret` ' +
+                'of a confidential client (HTTP Basic, or both in the form body). A public client sends only ' +
+                '`client_id` in the body and needs nothing here.'
             },
             userSession: {
               type: 'http',
               scheme: 'bearer',
               bearerFormat: 'JWT',
-              description: 'A user session of the accounting system (HS256, aud user_session), or the `session` ' +
-                'cookie with the same token.'
+              description: '**Users of the accounting system**: developers registering apps (`/apps`), ' +
+                'organisation users seeing and removing installs (`/orgs/…/installs`, `/installs/…`). A user ' +
+                'session token of the accounting system (HS256, aud user_session); on a development machine, ' +
+                '`npx marketplace-gateway user-token --sub ID --org ORG --entity ENT` prints one.'
             },
             sessionCookie: {
               type: 'apiKey',
               in: 'cookie',
               name: 'session',
-              description: 'The same user session in the `session` cookie, as a browser sends it to the consent page.'
+              description: '**Users of the accounting system, in a browser**: the same user session in the ' +
+                '`session` cookie, which the consent page reads. A page cannot set a cookie for its requests: ' +
+                'here, use `userSession`.'
             },
             eventsToken: {
               type: 'http',
               scheme: 'bearer',
-              description: 'The shared EVENTS_TOKEN of the accounting system.'
+              description: '**The accounting system only**: `EVENTS_TOKEN`, the Bearer token with which it ' +
+                'publishes its events (`POST /events`). Apps never hold it.'
             }
           }
         }

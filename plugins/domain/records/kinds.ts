@@ -23,7 +23,10 @@ export interface RecordKind {
     /** Their aged report: its path under `reports/`, its MCP tool, its query and its answer. */
     report: AgedReportKind
   }
-  /** An example id, for the documents. */
+  /**
+   * The example id of the single record's route: the sandbox's first record of the kind (`sandbox seed`), so that
+   * "Try it out" on the reference page finds it in a seeded tenant.
+   */
   exampleId: string
 }
 
@@ -55,7 +58,7 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
         schema: AgedReceivables
       }
     },
-    exampleId: 'inv_1042'
+    exampleId: 'inv_000001'
   },
   bill: {
     name: 'bill',
@@ -76,7 +79,7 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
         schema: AgedPayables
       }
     },
-    exampleId: 'bill_311'
+    exampleId: 'bill_000001'
   },
   customer: {
     name: 'customer',
@@ -86,6 +89,6 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
     schema: Customer,
     listQuery: CustomerListQuery,
     page: CustomerPage,
-    exampleId: 'cus_0042'
+    exampleId: 'cus_0001'
   }
 }
