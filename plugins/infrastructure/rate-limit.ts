@@ -64,9 +64,11 @@ type BudgetScript = (numberOfKeys: number, ...keysThenArgs: Array<string | numbe
 
 interface Counted { current: number, ttl: number }
 interface LocalStore { incr(key: string, cb: (err: Error | null, res: Counted) => void, window: number): void }
-// The plugin's in-memory store (an LRU of 5,000 keys), for an instance without Redis.
+// The plugin's in-memory store (an LRU), for an instance without Redis.
 const PluginLocalStore = createRequire(import.meta.url)('@fastify/rate-limit/store/LocalStore.js') as
-  new (continueExceeding: boolean, exponentialBackoff: boolean) => LocalStore
+  new (continueExceeding: boolean, exponentialBackoff: boolean, cache: number) => LocalStore
+/** Keys one set of budgets keeps in memory: the plugin's 5,000 for each of two limiters, as one set holds both. */
+const LOCAL_KEYS = 10_000
 
 /** Why a Redis command failed, in the words of `dependency_errors_total`. */
 const redisErrorKind = (err: unknown): string =>
@@ -121,7 +123,7 @@ export default fp(
           : { exceeded: true, retryAfterSeconds: Math.ceil(Math.max(...over.map(c => c.ttl)) / 1000) }
       }
       if (!redis) {
-        const local = new PluginLocalStore(false, false)
+        const local = new PluginLocalStore(false, false, LOCAL_KEYS)
         return async budgets => verdict(budgets, budgets.map(b => {
           let counted: Counted = { current: 0, ttl: 0 }
           // The store answers at once.
