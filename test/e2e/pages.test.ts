@@ -431,7 +431,8 @@ t.test('consent page: a visitor with no session signs in from it by keyboard and
       page.waitForResponse(r => r.url() === target && r.request().isNavigationRequest()),
       page.keyboard.press('Enter')
     ])
-    await page.waitForLoadState()
+    // Until the new document commits, the old one (the sign-in step) is what the page holds.
+    await page.getByRole('button', { name: 'Allow' }).waitFor()
     t.equal(back.status(), 200, 'the authorization request again, signed in')
     t.equal(page.url(), target, 'back on the authorization request')
     t.equal(await page.title(), `Install ${APP_NAME}?`, 'the consent page, signed in')
