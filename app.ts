@@ -21,6 +21,7 @@ import rateLimitStore from './plugins/infrastructure/rate-limit.js'
 import apps from './plugins/domain/apps/index.js'
 import installs from './plugins/domain/installs/index.js'
 import records from './plugins/domain/records/index.js'
+import reports from './plugins/domain/reports/index.js'
 import oauth from './plugins/domain/oauth/index.js'
 import openapi from './plugins/infrastructure/openapi.js'
 import webhooks, { webhookTools } from './plugins/domain/webhooks/index.js'
@@ -132,6 +133,7 @@ export async function buildApp (config: Config, opts: BuildOptions = {}) {
   await app.register(clientAuth)
   await app.register(oauth)
   await app.register(records)
+  await app.register(reports)
   await app.register(webhooks)
   await app.register(webhookTools)
   // After the plugins it writes through: the records' ingest and the webhooks' fan-out.

@@ -1,21 +1,17 @@
 import fp from 'fastify-plugin'
 import { cursorCodec } from '../../../lib/cursor.js'
 import type { RecordKindName } from '../../../lib/topics.js'
-import { createAgedReportStore } from './aged-report-store.js'
-import { createAgedReportService, type AgedReportService } from './aged-reports.js'
 import { createRecordIngest, type RecordIngest } from './ingest.js'
 import { RECORD_KINDS } from './kinds.js'
 import { createRecordService, type RecordService } from './service.js'
 import { createRecordStore, type RecordStore } from './store.js'
-import { addAgedReportTool, addRecordTools } from './tools.js'
+import { addRecordTools } from './tools.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     records: {
       /** One service per aggregate, called by the REST routes and the MCP tools alike. */
       services: Record<RecordKindName, RecordService>
-      /** The aged receivables (invoices) and payables (bills) reports, for their routes and tools alike. */
-      agedReports: AgedReportService[]
       /** What accepting events does for the read side (used by the events' publish, plugins/domain/events). */
       ingest: RecordIngest
     }
@@ -33,9 +29,6 @@ export default fp(async (app) => {
   const cursors = cursorCodec(app.config.tokenSigningKey)
   const services = Object.fromEntries(kinds.map(k => [k.name, createRecordService(k, stores[k.name], cursors)])) as
     Record<RecordKindName, RecordService>
-  const agedReports = kinds.filter(k => k.document)
-    .map(k => createAgedReportService(k, createAgedReportStore(app.db, k), cursors, app.clock))
-  app.decorate('records', { services, agedReports, ingest: createRecordIngest(stores) })
+  app.decorate('records', { services, ingest: createRecordIngest(stores) })
   for (const s of Object.values(services)) addRecordTools(app.mcp, s)
-  for (const r of agedReports) addAgedReportTool(app.mcp, r)
 }, { name: 'records', dependencies: ['db', 'mcp'] })

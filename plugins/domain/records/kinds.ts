@@ -1,8 +1,7 @@
 import type { TObject } from '@sinclair/typebox'
 import type { RecordKindName } from '../../../lib/topics.js'
 import {
-  AgedPayables, AgedPayablesQuery, AgedReceivables, AgedReceivablesQuery, Bill, BillListQuery, BillPage, Customer,
-  CustomerListQuery, CustomerPage, Invoice, InvoiceListQuery, InvoicePage
+  Bill, BillListQuery, BillPage, Customer, CustomerListQuery, CustomerPage, Invoice, InvoiceListQuery, InvoicePage
 } from '../../../schemas/records.js'
 
 /** What differs between the three record aggregates; everything else (store, service, routes, tools) is shared. */
@@ -17,25 +16,12 @@ export interface RecordKind {
   listQuery: TObject
   page: TObject
   /** Invoices and bills: the party (`customer`, `supplier`), its list filter, the sums and the due date. */
-  document?: {
-    party: 'customer' | 'supplier'
-    filter: 'customer_id' | 'supplier_id'
-    /** Their aged report: its path under `reports/`, its MCP tool, its query and its answer. */
-    report: AgedReportKind
-  }
+  document?: { party: 'customer' | 'supplier', filter: 'customer_id' | 'supplier_id' }
   /**
    * The example id of the single record's route: the sandbox's first record of the kind (`sandbox seed`), so that
    * "Try it out" on the reference page finds it in a seeded tenant.
    */
   exampleId: string
-}
-
-export interface AgedReportKind {
-  path: 'aged-receivables' | 'aged-payables'
-  tool: 'aged_receivables' | 'aged_payables'
-  title: 'Aged receivables' | 'Aged payables'
-  query: TObject
-  schema: TObject
 }
 
 export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
@@ -47,17 +33,7 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
     schema: Invoice,
     listQuery: InvoiceListQuery,
     page: InvoicePage,
-    document: {
-      party: 'customer',
-      filter: 'customer_id',
-      report: {
-        path: 'aged-receivables',
-        tool: 'aged_receivables',
-        title: 'Aged receivables',
-        query: AgedReceivablesQuery,
-        schema: AgedReceivables
-      }
-    },
+    document: { party: 'customer', filter: 'customer_id' },
     exampleId: 'inv_000001'
   },
   bill: {
@@ -68,17 +44,7 @@ export const RECORD_KINDS: Record<RecordKindName, RecordKind> = {
     schema: Bill,
     listQuery: BillListQuery,
     page: BillPage,
-    document: {
-      party: 'supplier',
-      filter: 'supplier_id',
-      report: {
-        path: 'aged-payables',
-        tool: 'aged_payables',
-        title: 'Aged payables',
-        query: AgedPayablesQuery,
-        schema: AgedPayables
-      }
-    },
+    document: { party: 'supplier', filter: 'supplier_id' },
     exampleId: 'bill_000001'
   },
   customer: {

@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import { READ_ONLY } from '../common/tool-annotations.js'
-import type { AgedReportService } from './aged-reports.js'
 import type { RecordService } from './service.js'
 
 const PAGING = 'Pages hold up to limit records (default 50, at most 100), oldest change first (updated_at, then id; ' +
@@ -42,35 +41,4 @@ export function addRecordTools (mcp: FastifyInstance['mcp'], service: RecordServ
     }, { additionalProperties: false }),
     outputSchema: kind.schema
   }, async (args, p) => JSON.parse((await service.get(p, (args as Record<string, string>)[idArg]!)).body))
-}
-
-/** The tool of an aged report: the same arguments and the same JSON as its REST route. */
-export function addAgedReportTool (mcp: FastifyInstance['mcp'], service: AgedReportService): void {
-  const { report, kind } = service
-  const receivable = kind.name === 'invoice'
-  const [party, documents, owed] = receivable
-    ? ['customer', 'invoices', 'what customers owe the tenant']
-    : ['supplier', 'bills', 'what the tenant owes its suppliers']
-  mcp.addTool({
-    annotations: READ_ONLY,
-    requiredScopes: [kind.scope],
-    public: false,
-    tags: ['accounting', 'reports'],
-    name: report.tool,
-    title: report.title,
-    description: `${report.title} of the token's tenant, as GET .../reports/${report.path}: ${owed}, added up ` +
-      `by ${party} and by how late it is, in one call. Requires ${kind.scope}. Use it instead of paging ` +
-      `list_${documents} to answer "who owes us the most, and how late?" or "what do we owe, and when?". It counts ` +
-      `every ${kind.name} with status "authorised" and a non-zero amount_due (as it is now). Buckets, by days ` +
-      'overdue = as_of − due_date: "current" not yet due (due_date on or after as_of), "1_30", "31_60", "61_90", ' +
-      '"over_90" days overdue; "total" is their sum, "count" the documents. "totals" has one entry per currency, ' +
-      `over every ${party}; "contacts" one per ${party} and currency, the most overdue first (over_90, then ` +
-      '61_90, 31_60, 1_30, current, each descending). Amounts are never added across currencies. as_of ' +
-      '(YYYY-MM-DD) defaults to today (UTC). Filter by ' + `${party}_id or currency. Pages hold up to limit ` +
-      `${party}s (default 50, at most 100); when next_cursor is not null, call again with cursor set to it and ` +
-      'the same other arguments. Money is a decimal string with the currency\'s minor digits: read it as a ' +
-      'decimal, never as a float.',
-    inputSchema: report.query,
-    outputSchema: report.schema
-  }, async (args, p) => JSON.parse(await service.page(p, args)))
 }

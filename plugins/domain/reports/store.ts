@@ -1,5 +1,5 @@
 import type { Db } from '../../infrastructure/db/types.js'
-import type { RecordKind } from './kinds.js'
+import type { AgedReportKind } from './kinds.js'
 
 /** The five buckets in the order entries are ranked by: the most overdue first. Sums are minor units, as digits. */
 export type Buckets = [over90: string, d61to90: string, d31to60: string, d1to30: string, current: string]
@@ -58,10 +58,10 @@ interface Row {
  * contact and currency in the order the open-items index holds them; the page is the entries after the cursor's
  * position in rank order, and the totals add up every entry, so they cover all contacts, not only the page.
  */
-export function createAgedReportStore (db: Db, kind: RecordKind) {
+export function createAgedReportStore (db: Db, report: AgedReportKind) {
   return {
     async page (q: AgedQuery): Promise<AgedPage> {
-      const { text, params } = agedStatement(kind.plural, q)
+      const { text, params } = agedStatement(report.table, q)
       const rows = await db.query<Row>(text, params)
       const sums = (r: Row): AgedSums => ({
         partyId: r.party_id,

@@ -5,8 +5,8 @@ import { fromUnits, isCurrency, minorDigits } from '../../../lib/money.js'
 import type { AgedArgs } from '../../../schemas/records.js'
 import type { Principal } from '../auth/access-state.js'
 import { errors } from '../../infrastructure/errors.js'
-import type { AgedPosition, AgedReportStore, AgedSums, Buckets } from './aged-report-store.js'
-import type { AgedReportKind, RecordKind } from './kinds.js'
+import type { AgedReportKind } from './kinds.js'
+import type { AgedPosition, AgedReportStore, AgedSums, Buckets } from './store.js'
 
 const DEFAULT_LIMIT = 50
 
@@ -47,10 +47,11 @@ function refuseArgs (args: AgedArgs, partyId: string | undefined): void {
  * alike: open items added up by contact, currency and days overdue, in exact minor units, written as decimal
  * strings with the currency's digits. Answers the wire JSON text.
  */
-export function createAgedReportService (kind: RecordKind, store: AgedReportStore, cursors: CursorCodec, clock: Clock) {
-  const { report, party, filter } = kind.document!
+export function createAgedReportService (
+  report: AgedReportKind, store: AgedReportStore, cursors: CursorCodec, clock: Clock
+) {
+  const { party, filter } = report
   return {
-    kind,
     report,
 
     async page (p: Principal, args: AgedArgs): Promise<string> {
