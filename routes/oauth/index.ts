@@ -20,6 +20,8 @@ import { consentHeaders, renderConsent, renderErrorPage, type SignIn } from './c
 const GRANT_TYPES = ['authorization_code', 'refresh_token']
 /** The development user: the one a development start prints a dashboard sign-in link for. */
 const DEVELOPMENT_SUB = 'dev-user'
+/** Addresses of this machine: the development sign-in is offered to a browser on it, never to one elsewhere. */
+const LOOPBACK_IP = /^(127\.|::1$|::ffff:127\.)/
 
 /** RFC 6749 endpoints take forms (what OAuth libraries send); JSON is accepted too. */
 const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json']
@@ -115,12 +117,13 @@ const oauth: FastifyPluginAsyncTypebox = async app => {
    * Where the 401 page sends a visitor to sign in, and back to the authorization request: LOGIN_URL; else, outside
    * production, a one-time sign-in link of the development user, in the organisation and entity the request names
    * (by default the tenant of the reference page's examples, so that "Try it out" works as prefilled there).
-   * Production without LOGIN_URL has nowhere to send them.
+   * Production without LOGIN_URL has nowhere to send them; nor has a development instance reached from another
+   * machine: the link signs anyone in, so it is offered only to a browser on the machine the service runs on.
    */
   function signInFor (request: FastifyRequest): SignIn | undefined {
     const back = authorizationRequestOf(request)
     if (loginUrl) return { kind: 'accounting-system', href: loginHref(loginUrl, back) }
-    if (nodeEnv === 'production') return undefined
+    if (nodeEnv === 'production' || !LOOPBACK_IP.test(request.ip)) return undefined
     const named = new URL(back ?? '/', ownOrigin).searchParams
     const user = {
       sub: DEVELOPMENT_SUB,

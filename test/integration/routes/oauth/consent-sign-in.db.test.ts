@@ -143,6 +143,19 @@ t.test('with LOGIN_URL: the browser goes there, and the page links there, with r
   t.notMatch(post.body, 'dev-user', 'no development sign-in')
 })
 
+t.test('outside production, a browser on another machine gets no development sign-in: it would sign anyone in',
+  async t => {
+    const app = await build(t)
+    const clientId = await registerApp(t, app)
+    for (const remoteAddress of ['192.0.2.7', '2001:db8::7', '::ffff:192.0.2.7']) {
+      const res = await app.inject({ method: 'GET', url: authorizePath(clientId), headers: HTML, remoteAddress })
+      t.equal(res.statusCode, 401, remoteAddress)
+      t.match(res.body, 'Sign in to the accounting system, then open the link that brought you here again.')
+      t.notMatch(res.body, 'dev-user', `${remoteAddress}: no development sign-in`)
+      t.notMatch(res.body, '/dashboard/sign-in', `${remoteAddress}: no sign-in link`)
+    }
+  })
+
 t.test('in production without LOGIN_URL there is nowhere to link to: the page says what to do', async t => {
   const app = await buildApp({ ...testConfig(t), nodeEnv: 'production' })
   t.teardown(() => app.close())
