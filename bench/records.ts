@@ -1063,7 +1063,10 @@ async function walkReport (service: ServerProcess, t: number, token: string, ope
     ...BUCKETS.filter(b => totals!.every(x => units(x[b]) === 0n)).map(b => `bucket ${b} unused`)
   ]
   if (problems.length > 0) throw new Error(`aged tenant ${t} (${open} open invoices): ${problems.join('; ')}`)
-  const middle = cursors[Math.floor((cursors.length - 1) / 2)]
+  // The middle cursor, or the last before it that a full page of LIMIT follows (a small report's cursors are few).
+  let m = Math.floor((cursors.length - 1) / 2)
+  while (m > 0 && entries - 100 * (m + 1) < LIMIT) m--
+  const middle = cursors[m]
   let later: Walked['later']
   if (middle) {
     const path = `${agedPath(t)}${AGED_QUERY}&cursor=${middle.cursor}`
