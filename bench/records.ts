@@ -35,17 +35,18 @@
  * after it (every bucket used), in its customer's currency (of 20 customers 16 EUR, 3 USD, 1 JPY; 2 of the EUR ones
  * also invoiced in USD); beside each open invoice BENCH_AGED_HISTORY older ones, paid, voided or draft. Then:
  *
- *   at size, the curve  for each size of BENCH_AGED_OPEN, ascending: one tenant with that many open invoices over
- *          size / BENCH_AGED_PER_CUSTOMER customers; the report is read once page by page (its counts and sums
- *          checked), then the first page and the page after the cursor of the report's middle page, in alternating
- *          slices (of at least 5 s), at BENCH_AGED_CONNECTIONS connections, each request the same (no bare route:
- *          latency and req/s of the service alone, answers other than 200 counted, and the server time); then
- *          EXPLAIN (ANALYZE, BUFFERS) of both pages' statement as the store sends it, with its values (custom plan)
- *          and prepared (generic plan, which a connection of the service may keep after five executions)
  *   typical  BENCH_AGED_TENANTS tenants of BENCH_AGED_TENANT_OPEN open invoices over BENCH_AGED_TENANT_CUSTOMERS
  *          customers each: the first page of a tenant against the bare route answering what the service answered
  *          for the first of them, as the list phase (BENCH_CONNECTIONS, every request the next tenant of a shuffled
  *          list)
+ *   at size, the curve  then, in the same table, for each size of BENCH_AGED_OPEN, ascending: one more tenant, with
+ *          that many open invoices over size / BENCH_AGED_PER_CUSTOMER customers; the report is read once page by
+ *          page (its counts and sums checked), then the first page and the page after the cursor of the report's
+ *          middle page, in alternating slices (of at least 5 s), at BENCH_AGED_CONNECTIONS connections, each request
+ *          the same (no bare route: latency and req/s of the service alone, answers other than 200 counted, and the
+ *          server time); then EXPLAIN (ANALYZE, BUFFERS) of both pages' statement as the store sends it, with its
+ *          values (custom plan) and prepared (generic plan, which a connection of the service may keep after five
+ *          executions)
  *
  * `aged` alone (BENCH_PHASES=aged) loads only its own tenants: neither BENCH_INVOICES nor the first service.
  *
@@ -1257,8 +1258,9 @@ async function agedAtSize (
 }
 
 /**
- * The phase: tokens of its tenants, a service of its own (its log read), each size's large tenant loaded and
- * measured, then the typical tenants loaded and compared with the bare route.
+ * The phase: tokens of its tenants, a service of its own (its log read), the typical tenants loaded and compared
+ * with the bare route, then each size's large tenant loaded and measured: in a table it shares with the typical
+ * tenants, as a large tenant does (alone in the table, at 10,000 it was a third of it, and its plans were others).
  */
 async function agedPhase (
   cleanups: Cleanup[], db: pg.Client, env: Record<string, string>, clientId: string, port: number, dataDir: string
@@ -1266,9 +1268,9 @@ async function agedPhase (
   const typical = Array.from({ length: AGED_TENANTS }, (_, i) => i + 1)
   const large = AGED_OPEN.map((_, i) => LARGE + i + 1)
   const tokens = await agedTokens(env, clientId, [...typical, ...large])
-  console.log(`  aged: GET …/reports/aged-receivables${AGED_QUERY}; tenants of ${fmt(AGED_OPEN[0]!)} to ` +
-    `${fmt(AGED_OPEN.at(-1)!)} open invoices (${AGED_PER_CUSTOMER} per customer) at ${AGED_CONNECTIONS} ` +
-    `connections, then ${fmt(AGED_TENANTS)} tenants of ${fmt(AGED_TENANT_OPEN)} at ${CONNECTIONS}; ` +
+  console.log(`  aged: GET …/reports/aged-receivables${AGED_QUERY}; ${fmt(AGED_TENANTS)} tenants of ` +
+    `${fmt(AGED_TENANT_OPEN)} open invoices at ${CONNECTIONS} connections, then one tenant of ` +
+    `${AGED_OPEN.map(n => fmt(n)).join(', ')} (${AGED_PER_CUSTOMER} per customer) at ${AGED_CONNECTIONS}; ` +
     `${AGED_HISTORY} paid, voided or draft invoices beside each open one (load average ${loadavg()[0]!.toFixed(2)})`)
   const times = requestTimes()
   const service = await startService({
@@ -1279,18 +1281,6 @@ async function agedPhase (
     onOutput: times.read,
     nodeArgs: PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE}`] : undefined
   })
-
-  const sizes: AgedSizeRow[] = []
-  for (const [i, open] of AGED_OPEN.entries()) {
-    const t = large[i]!
-    const customers = Math.max(1, Math.round(open / AGED_PER_CUSTOMER))
-    const invoices = open * (AGED_HISTORY + 1)
-    console.log(`  aged, one tenant of ${fmt(open)} open invoices, ${fmt(customers)} customers, ${fmt(invoices)} ` +
-      'invoices in all:')
-    const loadSeconds = await loadAged(db, t, t, open, customers)
-    await checkSample(db, agedTenantOf(t))
-    sizes.push(...await agedAtSize(service, times, t, tokens.get(t)!, open, customers, loadSeconds, invoices))
-  }
 
   console.log(`  aged, ${fmt(AGED_TENANTS)} tenants of ${fmt(AGED_TENANT_OPEN)} open invoices, ` +
     `${fmt(AGED_TENANT_CUSTOMERS)} customers each:`)
@@ -1331,6 +1321,18 @@ async function agedPhase (
     })
   serverTimes.sort((x, y) => x - y)
   await bare.stop()
+
+  const sizes: AgedSizeRow[] = []
+  for (const [i, open] of AGED_OPEN.entries()) {
+    const t = large[i]!
+    const customers = Math.max(1, Math.round(open / AGED_PER_CUSTOMER))
+    const invoices = open * (AGED_HISTORY + 1)
+    console.log(`  aged, one tenant of ${fmt(open)} open invoices, ${fmt(customers)} customers, ${fmt(invoices)} ` +
+      'invoices in all:')
+    const loadSeconds = await loadAged(db, t, t, open, customers)
+    await checkSample(db, agedTenantOf(t))
+    sizes.push(...await agedAtSize(service, times, t, tokens.get(t)!, open, customers, loadSeconds, invoices))
+  }
   await service.stop()
   return {
     sizes,
