@@ -193,6 +193,29 @@ const STATUSES = ['draft', 'authorised', 'authorised', 'authorised', 'authorised
 const sqlArray = (items: string[]): string => `array[${items.map(s => `'${s.replace(/'/g, "''")}'`).join(', ')}]`
 
 /**
+ * The insert of invoices from the loaders' last step: the columns as the service's ingest fills them, and the body
+ * as the JSON text it keeps (JSON.stringify of what the producer sent). The step's rows name org, ent, id, upd,
+ * status, cus, cus_name, cur, issue, due, created, the two lines (d, q, u, t, a) and sub, tax, total, paid;
+ * `number` is the SQL of the invoice's number; MONEY(x) is left for the caller to write in its currencies' digits.
+ */
+const insertInvoices = (number: string): string => `
+insert into invoices (org_ref_id, entity_ref_id, id, updated_at, status, party_id, due_date, currency,
+                      amount_due_minor, party_name, body)
+select org, ent, id, upd, status, cus, due, cur, total - paid, cus_name,
+       '{"id":"' || id || '","number":"INV-' || ${number} || '","status":"' || status ||
+       '","customer":{"id":"' || cus || '","name":"' || cus_name || '"},"currency":"' || cur ||
+       '","issue_date":"' || to_char(issue, 'YYYY-MM-DD') || '","due_date":"' || to_char(due, 'YYYY-MM-DD') ||
+       '","line_items":[{"description":"' || d1 || '","quantity":"' || q1 || '","unit_amount":"' || MONEY(u1) ||
+       '","tax_amount":"' || MONEY(t1) || '","amount":"' || MONEY(a1) ||
+       '"},{"description":"' || d2 || '","quantity":"' || q2 ||
+       '","unit_amount":"' || MONEY(u2) || '","tax_amount":"' || MONEY(t2) || '","amount":"' || MONEY(a2) ||
+       '"}],"subtotal":"' || MONEY(sub) || '","tax_total":"' || MONEY(tax) || '","total":"' || MONEY(total) ||
+       '","amount_paid":"' || MONEY(paid) || '","amount_due":"' || MONEY(total - paid) || '","paid_at":' ||
+       case when status = 'paid' then '"' || ISO(upd) || '"' else 'null' end ||
+       ',"created_at":"' || ISO(created) || '","updated_at":"' || ISO(upd) || '"}'
+`
+
+/**
  * Invoices k0..k1 of tenants t0..t1, written in time order (k, then tenant): the rows of one tenant lie far apart
  * in the table, as they do when tenants' records arrive over time. The body is the JSON text the service keeps
  * (JSON.stringify of what the producer sent: no spaces, the schema's field order); two line items; sums as the
@@ -231,21 +254,7 @@ with g as (
          case when status = 'paid' then a1 + a2 + t1 + t2 else 0 end as paid
     from c
 )
-insert into invoices (org_ref_id, entity_ref_id, id, updated_at, status, party_id, due_date, currency,
-                      amount_due_minor, party_name, body)
-select org, ent, id, upd, status, cus, due, cur, total - paid, cus_name,
-       '{"id":"' || id || '","number":"INV-' || lpad(n::text, 8, '0') || '","status":"' || status ||
-       '","customer":{"id":"' || cus || '","name":"' || cus_name || '"},"currency":"' || cur ||
-       '","issue_date":"' || to_char(issue, 'YYYY-MM-DD') || '","due_date":"' || to_char(due, 'YYYY-MM-DD') ||
-       '","line_items":[{"description":"' || d1 || '","quantity":"' || q1 || '","unit_amount":"' || MONEY(u1) ||
-       '","tax_amount":"' || MONEY(t1) || '","amount":"' || MONEY(a1) ||
-       '"},{"description":"' || d2 || '","quantity":"' || q2 ||
-       '","unit_amount":"' || MONEY(u2) || '","tax_amount":"' || MONEY(t2) || '","amount":"' || MONEY(a2) ||
-       '"}],"subtotal":"' || MONEY(sub) || '","tax_total":"' || MONEY(tax) || '","total":"' || MONEY(total) ||
-       '","amount_paid":"' || MONEY(paid) || '","amount_due":"' || MONEY(total - paid) || '","paid_at":' ||
-       case when status = 'paid' then '"' || ISO(upd) || '"' else 'null' end ||
-       ',"created_at":"' || ISO(created) || '","updated_at":"' || ISO(upd) || '"}'
-  from d
+${insertInvoices("lpad(n::text, 8, '0')")}  from d
  order by k, t`
   .replace(/MONEY\(([\w -]+)\)/g, '(($1) / 100.0)::numeric(20, 2)::text')
   .replace(/ISO\((\w+)\)/g, 'to_char($1 at time zone \'UTC\', \'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\')')
@@ -890,21 +899,7 @@ with g as (
               else created end as upd
     from k
 )
-insert into invoices (org_ref_id, entity_ref_id, id, updated_at, status, party_id, due_date, currency,
-                      amount_due_minor, party_name, body)
-select org, ent, id, upd, status, cus, due, cur, total - paid, cus_name,
-       '{"id":"' || id || '","number":"INV-' || lpad(i::text, 7, '0') || '","status":"' || status ||
-       '","customer":{"id":"' || cus || '","name":"' || cus_name || '"},"currency":"' || cur ||
-       '","issue_date":"' || to_char(issue, 'YYYY-MM-DD') || '","due_date":"' || to_char(due, 'YYYY-MM-DD') ||
-       '","line_items":[{"description":"' || d1 || '","quantity":"' || q1 || '","unit_amount":"' || MONEY(u1) ||
-       '","tax_amount":"' || MONEY(t1) || '","amount":"' || MONEY(a1) ||
-       '"},{"description":"' || d2 || '","quantity":"' || q2 ||
-       '","unit_amount":"' || MONEY(u2) || '","tax_amount":"' || MONEY(t2) || '","amount":"' || MONEY(a2) ||
-       '"}],"subtotal":"' || MONEY(sub) || '","tax_total":"' || MONEY(tax) || '","total":"' || MONEY(total) ||
-       '","amount_paid":"' || MONEY(paid) || '","amount_due":"' || MONEY(total - paid) || '","paid_at":' ||
-       case when status = 'paid' then '"' || ISO(upd) || '"' else 'null' end ||
-       ',"created_at":"' || ISO(created) || '","updated_at":"' || ISO(upd) || '"}'
-  from m
+${insertInvoices("lpad(i::text, 7, '0')")}  from m
  order by j, t, r`
   .replace(/MONEY\(([\w -]+)\)/g,
     'case when cur = \'JPY\' then ($1)::text else (($1) / 100.0)::numeric(20, 2)::text end')

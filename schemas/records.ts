@@ -173,19 +173,22 @@ export type CustomerRecord = Static<typeof Customer>
  */
 const SAMPLE_CURSOR = 'v1.eyJ1IjoiMjAyNi0xMS0wMlQwODoxNDowNS4xMjBaIiwiaSI6Imludl8xMDQyIn0.r18RAlzcB3Vre-Z8rYvdrQ'
 
+/** The cursor parameter of every records list and report (REST query string, MCP tool arguments). */
+const CursorParam = Type.Optional(Type.String({
+  minLength: 1,
+  // Room for the longest id (200 characters of up to 4 bytes, or 6 as a JSON escape) in base64url JSON.
+  maxLength: 2000,
+  description: 'next_cursor of the previous page, with the same other arguments. Opaque; leave it out for the ' +
+    'first page.'
+}))
+
 /** The query of every list (REST query string, MCP tool arguments): the filters each record kind has. */
 export function listQuery (opts: { statuses: readonly string[], party?: 'customer_id' | 'supplier_id' }) {
   const filters: Record<string, TSchema> = {
     limit: Type.Optional(Type.Integer({
       minimum: 1, maximum: 100, description: 'Records per page, 1–100; default 50.', examples: [50]
     })),
-    cursor: Type.Optional(Type.String({
-      minLength: 1,
-      // Room for the longest id (200 characters of up to 4 bytes, or 6 as a JSON escape) in base64url JSON.
-      maxLength: 2000,
-      description: 'next_cursor of the previous page, with the same other arguments. Opaque; leave it out for the ' +
-        'first page.'
-    })),
+    cursor: CursorParam,
     updated_since: Type.Optional(Type.String({
       format: 'date-time',
       description: 'Only records with updated_at at or after this instant (ISO 8601).',
@@ -294,12 +297,7 @@ function agedReport (title: string, party: 'customer' | 'supplier') {
     limit: Type.Optional(Type.Integer({
       minimum: 1, maximum: 100, description: 'Contacts per page, 1–100; default 50.', examples: [50]
     })),
-    cursor: Type.Optional(Type.String({
-      minLength: 1,
-      maxLength: 2000,
-      description: 'next_cursor of the previous page, with the same other arguments. Opaque; leave it out for the ' +
-        'first page.'
-    }))
+    cursor: CursorParam
   }, { additionalProperties: false })
 
   const Total = Type.Object({ currency: Currency, ...bucketFields(what) }, {

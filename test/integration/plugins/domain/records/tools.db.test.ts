@@ -1,9 +1,9 @@
 // The record tools (docs/records.md) through the MCP SDK client over real HTTP: the same arguments and the same
 // JSON as the REST routes, page for page, and the same errors as tool errors.
 import t, { type Test } from 'tap'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { bearer, build, install, type InstallOptions, type Installed } from '../../../../support/helper.js'
+import { connectWithToken } from '../../../../support/mcp.js'
 import { bill, customer, invoice, nth } from '../../../../support/records.js'
 import { publishRaw } from '../../../../support/webhooks.js'
 
@@ -28,19 +28,7 @@ async function tenant (opts: InstallOptions = {}): Promise<Tenant> {
   return { ...i, path: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}` }
 }
 
-/**
- * An MCP session with the install's token; the tools are listed first, as agents do (the SDK then checks every
- * structuredContent against the tool's output schema).
- */
-async function connect (t: Test, token: string): Promise<Client> {
-  const client = new Client({ name: 'tap', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
-    requestInit: { headers: bearer(token) }
-  }))
-  t.teardown(() => client.close())
-  await client.listTools()
-  return client
-}
+const connect = (t: Test, token: string): Promise<Client> => connectWithToken(t, base, token)
 
 /** The REST answer for the same arguments: the list's query string, or the single record. */
 async function rest (i: Tenant, url: string, token = i.accessToken) {

@@ -2,10 +2,10 @@
 // arguments and the same JSON as GET .../reports/aged-receivables and aged-payables, page for page, and the same
 // errors as tool errors.
 import t, { type Test } from 'tap'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { ManualClock } from '../../../../support/clock.js'
 import { bearer, build, install, type InstallOptions, type Installed } from '../../../../support/helper.js'
+import { connectWithToken } from '../../../../support/mcp.js'
 import { bill, invoice } from '../../../../support/records.js'
 import { publishRaw } from '../../../../support/webhooks.js'
 
@@ -60,19 +60,7 @@ async function tenant (opts: InstallOptions = {}): Promise<Tenant> {
   return { ...i, path: `/public/v1/orgs/${i.orgRefId}/entities/${i.entityRefId}` }
 }
 
-/**
- * An MCP client connected with the install's token; the tools are listed first, as agents do (the SDK then checks every
- * structuredContent against the tool's output schema).
- */
-async function connect (t: Test, token: string): Promise<Client> {
-  const client = new Client({ name: 'tap', version: '1.0.0' })
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
-    requestInit: { headers: bearer(token) }
-  }))
-  t.teardown(() => client.close())
-  await client.listTools()
-  return client
-}
+const connect = (t: Test, token: string): Promise<Client> => connectWithToken(t, base, token)
 
 const query = (args: Json) =>
   new URLSearchParams(Object.entries(args).map(([k, v]): [string, string] => [k, String(v)])).toString()
