@@ -98,10 +98,11 @@ import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { buildApp, type AppInstance } from '../app.js'
-import type { Db } from '../plugins/infrastructure/db/types.js'
 import { loadConfig } from '../plugins/infrastructure/config/index.js'
 import { AGED_REPORTS } from '../plugins/domain/reports/kinds.js'
-import { createAgedReportStore, type AgedPosition, type AgedQuery } from '../plugins/domain/reports/store.js'
+import {
+  pageStatement, snapshotStatement, type AgedPosition, type AgedQuery
+} from '../plugins/domain/reports/store.js'
 import { recordProblems } from '../plugins/domain/records/validate.js'
 import type { Installed } from '../test/support/helper.js'
 import { webhookFixture } from './fixtures.js'
@@ -1072,24 +1073,26 @@ async function walkReport (service: ServerProcess, t: number, token: string, ope
   return { entries, pages: Math.ceil(entries / LIMIT), firstBytes, later, totals: totals! }
 }
 
-interface PlanTimes { custom: number, generic: number, lines: string[] }
+interface PlanTimes { snapshot: number, custom: number, generic: number, lines: string[] }
 
 /**
- * EXPLAIN (ANALYZE, BUFFERS) of the statement the aged report store sends for `q` (taken from the store itself,
- * with a Db that only records it): with its values (a custom plan) and prepared with force_generic_plan (the
- * generic plan a connection of the service may keep after five executions). JIT off, as the service's connections.
+ * EXPLAIN (ANALYZE, BUFFERS) of the statements the aged report store sends for `q` (built by the store's own
+ * functions): the statement that makes the tenant's snapshot (in a transaction rolled back, as it writes), and the
+ * page's statement with its values (a custom plan) and prepared with force_generic_plan (the generic plan a
+ * connection of the service may keep after five executions). JIT off, as the service's connections.
  */
 async function explainAged (c: pg.Client, q: AgedQuery): Promise<PlanTimes> {
-  let statement: { text: string, params: unknown[] } | undefined
-  const recorder = { query: async (text: string, params: unknown[]) => { statement = { text, params }; return [] } }
-  await createAgedReportStore(recorder as unknown as Db, AGED_REPORTS[0]!).page(q)
-  const { text, params } = statement!
+  const table = AGED_REPORTS[0]!.table
   const explain = async (sql: string, values?: unknown[]): Promise<{ ms: number, lines: string[] }> => {
     const { rows } = await c.query<{ 'QUERY PLAN': string }>({ text: `explain (analyze, buffers) ${sql}`, values })
     const lines = rows.map(r => r['QUERY PLAN'])
     return { ms: Number(/Execution Time: ([\d.]+) ms/.exec(lines.join('\n'))?.[1] ?? NaN), lines }
   }
   await c.query('set jit = off')
+  const made = snapshotStatement(table, q)
+  await c.query('begin')
+  const snapshot = await explain(made.text, made.params).finally(() => c.query('rollback'))
+  const { text, params } = pageStatement(table, q)
   await explain(text, params) // once to warm, as the service's connections are
   const custom = await explain(text, params)
   await c.query(`prepare bench_aged as ${text}`)
@@ -1098,9 +1101,11 @@ async function explainAged (c: pg.Client, q: AgedQuery): Promise<PlanTimes> {
     const literals = params.map(v => typeof v === 'number' ? String(v) : pg.escapeLiteral(String(v)))
     const generic = await explain(`execute bench_aged(${literals.join(', ')})`)
     return {
+      snapshot: snapshot.ms,
       custom: custom.ms,
       generic: generic.ms,
-      lines: ['-- custom plan', ...custom.lines, '-- generic plan', ...generic.lines]
+      lines: ['-- snapshot', ...snapshot.lines, '-- page, custom plan', ...custom.lines, '-- page, generic plan',
+        ...generic.lines]
     }
   } finally {
     await c.query('reset plan_cache_mode')
@@ -1229,7 +1234,7 @@ async function agedAtSize (
       ...agedTenantOf(t), asOf: AGED_AS_OF, limit: LIMIT, after: p.after
     })
     console.log(`    ${p.page} page: ${fmt(p.bytes)} bytes; EXPLAIN ANALYZE ${fmt(plan.custom, 1)} ms (custom plan), ` +
-      `${fmt(plan.generic, 1)} ms (generic plan)`)
+      `${fmt(plan.generic, 1)} ms (generic plan); making the snapshot ${fmt(plan.snapshot, 1)} ms`)
     if (AGED_PLANS) console.log(plan.lines.map(l => `      ${l}`).join('\n'))
     rows.push({
       open,
