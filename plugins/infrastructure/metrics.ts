@@ -11,6 +11,8 @@ declare module 'fastify' {
       dependencyError(dependency: 'postgres' | 'redis', kind: string): void
       /** A webhook delivery attempt and how long it took (plugins/domain/webhooks/worker.ts). */
       deliveryAttempt(outcome: string, seconds: number): void
+      /** A page of an aged report, and where its sums came from (plugins/domain/reports/store.ts). */
+      agedReportPage(report: string, snapshot: 'kept' | 'made' | 'joined'): void
       /** An access-state lookup, answered from the cache or from the database (plugins/domain/auth/access-state.ts). */
       accessCache(hit: boolean): void
       /** A gauge read when Prometheus scrapes; `read` may query (bounded by the database's own time-outs). */
@@ -43,6 +45,13 @@ export default fp(async app => {
     name: 'webhook_delivery_attempts_total',
     help: 'Webhook delivery attempts by outcome: delivered, retrying, failed (the last attempt), gone (410).',
     labelNames: ['outcome'],
+    registers: [registry]
+  })
+  const agedPages = new Counter({
+    name: 'aged_report_pages_total',
+    help: 'Pages of the aged reports by where their sums came from: the snapshot kept, one made for the page, or ' +
+      'one the page waited for while another page made it.',
+    labelNames: ['report', 'snapshot'],
     registers: [registry]
   })
   const attemptDuration = new Histogram({
@@ -106,6 +115,7 @@ export default fp(async app => {
       attempts.inc({ outcome })
       attemptDuration.observe(seconds)
     },
+    agedReportPage: (report, snapshot) => agedPages.inc({ report, snapshot }),
     accessCache: hit => {
       lookups++
       if (hit) hits++

@@ -21,7 +21,8 @@ declare module 'fastify' {
  */
 export default fp(async (app) => {
   const cursors = cursorCodec(app.config.tokenSigningKey)
-  const aged = AGED_REPORTS.map(r => createAgedReportService(r, createAgedReportStore(app.db, r), cursors, app.clock))
+  const aged = AGED_REPORTS.map(r =>
+    createAgedReportService(r, createAgedReportStore(app.db, r), cursors, app.clock, app.metrics))
   app.decorate('reports', { aged })
   for (const r of aged) addAgedReportTool(app.mcp, r)
-}, { name: 'reports', dependencies: ['db', 'mcp'] })
+}, { name: 'reports', dependencies: ['db', 'mcp', 'metrics'] })

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify'
 import { isRecordDate } from '../../../lib/dates.js'
 import type { Clock } from '../../../lib/clock.js'
 import type { CursorCodec, CursorScope } from '../../../lib/cursor.js'
@@ -9,6 +10,8 @@ import type { AgedReportKind } from './kinds.js'
 import type { AgedPosition, AgedReportStore, AgedSums, Buckets } from './store.js'
 
 const DEFAULT_LIMIT = 50
+
+type AgedReportMetrics = Pick<FastifyInstance['metrics'], 'agedReportPage'>
 
 /** What a report's cursor carries: the day counted to, and the last entry shown. */
 interface CursorPosition { d: string, b: Buckets, p: string, c: string }
@@ -48,7 +51,7 @@ function refuseArgs (args: AgedArgs, partyId: string | undefined): void {
  * strings with the currency's digits. Answers the wire JSON text.
  */
 export function createAgedReportService (
-  report: AgedReportKind, store: AgedReportStore, cursors: CursorCodec, clock: Clock
+  report: AgedReportKind, store: AgedReportStore, cursors: CursorCodec, clock: Clock, metrics: AgedReportMetrics
 ) {
   const { party, filter } = report
   return {
@@ -70,6 +73,7 @@ export function createAgedReportService (
       const page = await store.page({
         orgRefId: p.orgRefId, entityRefId: p.entityRefId, asOf, partyId, currency: args.currency, after, limit
       })
+      metrics.agedReportPage(report.path, page.snapshot)
       const last = page.entries.at(-1)
       const next = page.more && last
         ? cursors.encode(scope, { d: asOf, b: last.buckets, p: last.partyId!, c: last.currency })

@@ -1,3 +1,4 @@
+import { perTurn } from '../../../lib/per-turn.js'
 import { DatabaseUnavailableError, type Db } from '../../infrastructure/db/types.js'
 import type { AgedReportKind } from './kinds.js'
 
@@ -35,9 +36,16 @@ export interface AgedPage {
   entries: AgedSums[]
   /** Whether more entries follow the page's last. */
   more: boolean
+  /**
+   * Where the page's sums come from: the snapshot kept for the tenant's version and day (`kept`), one made for this
+   * page (`made`), or one another page of this process was making when this one asked (`joined`).
+   */
+  snapshot: 'kept' | 'made' | 'joined'
 }
 
 interface Row {
+  /** Which page of the batch the row is of: 1 for the first. */
+  k: string
   /** `state`: the tenant's version and the snapshot read (one row); then the page's entries and the totals. */
   part: 'state' | 'entry' | 'total'
   version: string | null
@@ -70,9 +78,32 @@ export function createAgedReportStore (db: Db, report: AgedReportKind) {
   /** Snapshots being made by this process, by tenant, day and the version seen: asked for once, awaited by all. */
   const making = new Map<string, Promise<string | undefined>>()
 
-  async function read (q: AgedQuery, snapshot?: string): Promise<{ page?: AgedPage, version: string }> {
-    const { text, params } = pageStatement(report.table, q, snapshot)
-    const rows = await db.query<Row>(text, params)
+  /**
+   * The pages of one turn of the event loop, read together (`perTurn`): one batch per shape (`shapeOf`), each one
+   * statement, so that pages asked for together cost one round trip; on a local socket the write of a statement
+   * costs the service more than the page's reading costs Postgres (BENCHMARKS.md). Every page of a batch reads the
+   * same few index entries of its own snapshot: none waits on another's work.
+   */
+  const batches = new Map<string, (read: PageRead) => Promise<Row[]>>()
+  const readTogether = (r: PageRead): Promise<Row[]> => {
+    const shape = shapeOf(r)
+    let batch = batches.get(shape)
+    if (!batch) {
+      batch = perTurn(async (reads: PageRead[]) => {
+        const rows = await db.query<Row>(pageStatement(report.table, reads[0]!), pageParams(reads))
+        const byPage = reads.map((): Row[] => [])
+        for (const row of rows) byPage[Number(row.k) - 1]!.push(row)
+        return byPage
+      })
+      batches.set(shape, batch)
+    }
+    return batch(r)
+  }
+
+  async function read (
+    q: AgedQuery, made?: { id: string, how: 'made' | 'joined' }
+  ): Promise<{ page?: AgedPage, version: string }> {
+    const rows = await readTogether({ q, snapshot: made?.id })
     // No state when the snapshot named was dropped since (a newer version's snapshot replaced it).
     const state = rows.find(r => r.part === 'state')
     if (!state?.snapshot) return { version: state?.version ?? '' }
@@ -86,25 +117,26 @@ export function createAgedReportStore (db: Db, report: AgedReportKind) {
       oldestDueDate: r.oldest
     })
     const entries = rows.filter(r => r.part === 'entry').map(sums)
-    const page = {
+    const page: AgedPage = {
       totals: rows.filter(r => r.part === 'total').map(sums),
       entries: entries.slice(0, q.limit),
-      more: entries.length > q.limit
+      more: entries.length > q.limit,
+      snapshot: made?.how ?? 'kept'
     }
     return { page, version: state.version ?? '' }
   }
 
-  function make (q: AgedQuery, version: string): Promise<string | undefined> {
+  async function make (q: AgedQuery, version: string): Promise<{ id: string, how: 'made' | 'joined' } | undefined> {
     const key = JSON.stringify([q.orgRefId, q.entityRefId, q.asOf, version])
-    let made = making.get(key)
-    if (!made) {
-      const { text, params } = snapshotStatement(report.table, q)
-      made = db.query<{ id: string }>(text, params)
-        .then(rows => rows[0]?.id, lostRace)
-        .finally(() => making.delete(key))
-      making.set(key, made)
-    }
-    return made
+    const joined = making.get(key)
+    if (joined) return await joined.then(id => id === undefined ? undefined : { id, how: 'joined' as const })
+    const { text, params } = snapshotStatement(report.table, q)
+    const made = db.query<{ id: string }>(text, params)
+      .then(rows => rows[0]?.id, lostRace)
+      .finally(() => making.delete(key))
+    making.set(key, made)
+    const id = await made
+    return id === undefined ? undefined : { id, how: 'made' }
   }
 
   return {
@@ -113,10 +145,10 @@ export function createAgedReportStore (db: Db, report: AgedReportKind) {
         const current = await read(q)
         if (current.page) return current.page
         // Undefined when another process made the same snapshot at the same moment: the next read finds it.
-        const id = await make(q, current.version)
-        if (id === undefined) continue
-        const made = await read(q, id)
-        if (made.page) return made.page
+        const made = await make(q, current.version)
+        if (made === undefined) continue
+        const fresh = await read(q, made)
+        if (fresh.page) return fresh.page
       }
       // Each snapshot made was replaced before it could be read (a tenant's days asked for faster than kept).
       throw new DatabaseUnavailableError('aged report snapshots replaced while read', { cause: undefined })
@@ -136,7 +168,7 @@ function lostRace (err: unknown): undefined {
   throw err
 }
 
-/** How many snapshots of one tenant's report are kept at its current version: the days asked for most recently. */
+/** How many snapshots of one tenant's report are kept at its current version: the days added up last. */
 const DAYS_KEPT = 8
 
 /** The condition that a row of the versions or snapshots (`t`) is of the tenant's report. */
@@ -211,71 +243,89 @@ select id::text from snapshot`
   return { text, params }
 }
 
+/** A page to read: from the snapshot of the tenant's current version, or from the one named. */
+export interface PageRead { q: AgedQuery, snapshot?: string | undefined }
+
+/** Which statement a page read takes: the snapshot named or not, and the conditions given. */
+const shapeOf = ({ q, snapshot }: PageRead): string =>
+  `${snapshot === undefined ? 'v' : 'i'}${q.partyId === undefined ? '' : 'p'}${q.currency === undefined ? '' : 'c'}` +
+  `${q.after === undefined ? '' : 'a'}`
+
 /**
- * The statement of a page and its parameters: the snapshot of the tenant's current version (or the one named), its
- * entries after the cursor's position and its totals. Conditions are written only when given (a contact, a
- * currency, a cursor's position); the text depends on which are given, not on their values, and is prepared once
- * per connection for each such shape.
+ * The statement of the page reads of one shape (`shapeOf`), and its arguments (`pageParams`): for each page, in
+ * the order of the arguments (`k`), the snapshot it reads (of the tenant's current version, or the one named) with
+ * that version, its entries after the cursor's position and its totals. Conditions are written only when the shape
+ * has them (a contact, a currency, a cursor's position); the text depends on the shape only, and is prepared once per
+ * connection.
  *
  * Ranking is by each bucket descending, then contact and currency ascending: as one row compared ascending, the
  * buckets negated, as the snapshot's rank index holds them. Contacts and currencies compare byte-wise (collation
  * "C"), as record ids do.
  */
-export function pageStatement (table: string, q: AgedQuery, snapshot?: string): { text: string, params: unknown[] } {
-  const { params, param } = parameters()
-  let found: string
-  if (snapshot === undefined) {
-    const org = param(q.orgRefId, 'text')
-    const entity = param(q.entityRefId, 'text')
-    const ofTenant = (t: string) => ofReport(t, org, entity, table)
-    found = `select s.id, c.version
-               from (select coalesce((select v.version from aged_report_versions v where ${ofTenant('v')}), 0)
-                              as version) c
-               left join aged_snapshots s
-                 on ${ofTenant('s')} and s.as_of = ${param(q.asOf, 'date')} and s.version = c.version`
-  } else {
-    found = `select s.id, null::bigint as version from aged_snapshots s where s.id = ${param(snapshot, 'bigint')}`
-  }
+export function pageStatement (table: string, shape: PageRead): string {
+  const { q } = shape
+  const ofTenant = (t: string) => ofReport(t, 'u.org_ref_id', 'u.entity_ref_id', table)
+  const found = shape.snapshot === undefined
+    ? `select s.id, c.version
+         from (select coalesce((select v.version from aged_report_versions v where ${ofTenant('v')}), 0) as version) c
+         left join aged_snapshots s on ${ofTenant('s')} and s.as_of = u.as_of and s.version = c.version`
+    : 'select s.id, null::bigint as version from aged_snapshots s where s.id = u.snapshot'
   const filters = [
-    ...(q.partyId === undefined ? [] : [`b.party_id = ${param(q.partyId, 'text')}`]),
-    ...(q.currency === undefined ? [] : [`b.currency = ${param(q.currency, 'text')}`])
+    ...(q.partyId === undefined ? [] : ['b.party_id = u.party_id']),
+    ...(q.currency === undefined ? [] : ['b.currency = u.currency'])
   ].map(c => `and ${c}`).join(' ')
   const rank = '-b.over_90, -b.d61_90, -b.d31_60, -b.d1_30, -b.current, b.party_id collate "C", b.currency collate "C"'
-  const a = q.after
-  const after = a === undefined
+  const after = q.after === undefined
     ? ''
-    : `and (${rank}) > (${a.buckets.map(x => `-${param(x, 'numeric')}`).join(', ')},
-                        ${param(a.partyId, 'text')} collate "C", ${param(a.currency, 'text')} collate "C")`
-  const limit = param(q.limit + 1, 'int')
+    : `and (${rank}) > (-u.a_over_90, -u.a_d61_90, -u.a_d31_60, -u.a_d1_30, -u.a_current,
+                        u.a_party_id collate "C", u.a_currency collate "C")`
   const columns = (b: string) => `${b}.party_id, ${b}.party_name, ${b}.currency, ${b}.over_90::text, ${b}.d61_90::text,
          ${b}.d31_60::text, ${b}.d1_30::text, ${b}.current::text, ${b}.total::text, ${b}.count::int, ${b}.oldest::text`
+  // The snapshot's id as a value known before its rows are read, so that the rank index's order serves the page
+  // and the scan stops at its end.
+  const snapshotOf = 'b.snapshot_id = (select f.id from found f)'
   // A contact's totals add up its entries; without a contact, they are the snapshot's rows of every contact.
   const totals = q.partyId === undefined
-    ? `select ${columns('b')} from aged_balances b
-        where b.snapshot_id = (select f.id from found f) and b.party_id is null ${filters}`
+    ? `select ${columns('b')} from aged_balances b where ${snapshotOf} and b.party_id is null ${filters}`
     : `select null, null, b.currency, sum(b.over_90)::text, sum(b.d61_90)::text, sum(b.d31_60)::text,
               sum(b.d1_30)::text, sum(b.current)::text, sum(b.total)::text, sum(b.count)::int, min(b.oldest)::text
          from aged_balances b
-        where b.snapshot_id = (select f.id from found f) and b.party_id is not null ${filters}
+        where ${snapshotOf} and b.party_id is not null ${filters}
         group by b.currency`
-  // The snapshot's id as a value known before its rows are read (an init plan), so that the rank index's order
-  // serves the page and the scan stops at its end.
-  const text = `with found as (${found}),
-page as (
-  select ${columns('b')}
-    from aged_balances b
-   where b.snapshot_id = (select f.id from found f) and b.party_id is not null ${filters} ${after}
-   order by ${rank}
-   limit ${limit}
-)
-select 'state' as part, f.version::text as version, f.id::text as snapshot, null as party_id, null as party_name,
-       null as currency, null as over_90, null as d61_90, null as d31_60, null as d1_30, null as current,
-       null as total, null::int as count, null as oldest, 0::bigint as k
-  from found f
-union all
-select 'entry', null, null, p.*, row_number() over () from page p
-union all
-select 'total', null, null, t.*, 0 from (${totals}) t
- order by 1, 15, 6`
-  return { text, params }
+  return `select u.k, p.*
+  from unnest($1::text[], $2::text[], $3::date[], $4::bigint[], $5::text[], $6::text[], $7::numeric[],
+              $8::numeric[], $9::numeric[], $10::numeric[], $11::numeric[], $12::text[], $13::text[], $14::int[])
+       with ordinality as u(org_ref_id, entity_ref_id, as_of, snapshot, party_id, currency, a_over_90, a_d61_90,
+                            a_d31_60, a_d1_30, a_current, a_party_id, a_currency, shown, k)
+  cross join lateral (
+    with found as (${found}),
+    page as (
+      select ${columns('b')}
+        from aged_balances b
+       where ${snapshotOf} and b.party_id is not null ${filters} ${after}
+       order by ${rank}
+       limit u.shown + 1
+    )
+    select 'state' as part, f.version::text as version, f.id::text as snapshot, null as party_id,
+           null as party_name, null as currency, null as over_90, null as d61_90, null as d31_60, null as d1_30,
+           null as current, null as total, null::int as count, null as oldest, 0::bigint as n
+      from found f
+    union all
+    select 'entry', null, null, p.*, row_number() over () from page p
+    union all
+    select 'total', null, null, t.*, 0 from (${totals}) t) p
+ order by u.k, p.part, p.n, p.currency`
+}
+
+/** The arguments of `pageStatement`: one array per column of the pages' table, one element per page. */
+export function pageParams (reads: PageRead[]): unknown[] {
+  const column = (pick: (r: PageRead) => unknown) => reads.map(pick)
+  const bucket = (i: number) => column(r => r.q.after?.buckets[i] ?? null)
+  return [
+    column(r => r.q.orgRefId), column(r => r.q.entityRefId), column(r => r.q.asOf), column(r => r.snapshot ?? null),
+    column(r => r.q.partyId ?? null), column(r => r.q.currency ?? null),
+    bucket(0), bucket(1), bucket(2), bucket(3), bucket(4),
+    column(r => r.q.after?.partyId ?? null), column(r => r.q.after?.currency ?? null),
+    column(r => r.q.limit)
+  ]
 }
