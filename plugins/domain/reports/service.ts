@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify'
+import { LRUCache } from 'lru-cache'
 import { isRecordDate } from '../../../lib/dates.js'
 import type { Clock } from '../../../lib/clock.js'
 import type { CursorCodec, CursorScope } from '../../../lib/cursor.js'
@@ -10,6 +11,9 @@ import type { AgedReportKind } from './kinds.js'
 import type { AgedPosition, AgedReportStore, AgedSums, Buckets } from './store.js'
 
 const DEFAULT_LIMIT = 50
+
+/** Characters of answers held per report and instance (docs/records.md): up to 16 MiB, typically 2,000 pages. */
+const ANSWERS_HELD = 8_000_000
 
 type AgedReportMetrics = Pick<FastifyInstance['metrics'], 'agedReportPage'>
 
@@ -54,6 +58,16 @@ export function createAgedReportService (
   report: AgedReportKind, store: AgedReportStore, cursors: CursorCodec, clock: Clock, metrics: AgedReportMetrics
 ) {
   const { party, filter } = report
+  /**
+   * Answers already written, by page asked for, with the snapshot they were written from. A snapshot never changes,
+   * so an answer is right for as long as its snapshot is the one the page reads, which the store says with every
+   * page (`known`, `unchanged`): a page asked for again costs the store a look at the tenant's version, not the
+   * rows and their writing. At most ANSWERS_HELD characters, the least recently asked for dropped first.
+   */
+  const answers = new LRUCache<string, { snapshotId: string, text: string }>({
+    maxSize: ANSWERS_HELD,
+    sizeCalculation: (answer, key) => answer.text.length + key.length
+  })
   return {
     report,
 
@@ -70,15 +84,19 @@ export function createAgedReportService (
         after = { buckets: at.b, partyId: at.p, currency: at.c }
       }
       const limit = args.limit ?? DEFAULT_LIMIT
-      const page = await store.page({
+      const q = {
         orgRefId: p.orgRefId, entityRefId: p.entityRefId, asOf, partyId, currency: args.currency, after, limit
-      })
+      }
+      const key = JSON.stringify(q)
+      const held = answers.get(key)
+      const page = await store.page({ ...q, known: held?.snapshotId })
       metrics.agedReportPage(report.path, page.snapshot)
+      if (held && page.unchanged) return held.text
       const last = page.entries.at(-1)
       const next = page.more && last
         ? cursors.encode(scope, { d: asOf, b: last.buckets, p: last.partyId!, c: last.currency })
         : null
-      return JSON.stringify({
+      const text = JSON.stringify({
         as_of: asOf,
         totals: page.totals.map(t => ({ currency: t.currency, ...money(t) })),
         contacts: page.entries.map(e => ({
@@ -89,6 +107,8 @@ export function createAgedReportService (
         })),
         next_cursor: next
       })
+      answers.set(key, { snapshotId: page.snapshotId, text })
+      return text
     }
   }
 }

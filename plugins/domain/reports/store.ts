@@ -17,6 +17,11 @@ export interface AgedQuery {
   currency?: string | undefined
   after?: AgedPosition | undefined
   limit: number
+  /**
+   * The snapshot the caller already holds this page of: when it is still the one to read, the page is answered
+   * `unchanged`, its rows not read again.
+   */
+  known?: string | undefined
 }
 
 /** One contact in one currency, or (without a contact) one currency's totals over every contact. */
@@ -31,6 +36,9 @@ export interface AgedSums {
 }
 
 export interface AgedPage {
+  /** The snapshot read (its id), and whether it is the one the query said it knows (then nothing else is read). */
+  snapshotId: string
+  unchanged: boolean
   totals: AgedSums[]
   /** The page's entries, in rank order. */
   entries: AgedSums[]
@@ -118,6 +126,8 @@ export function createAgedReportStore (db: Db, report: AgedReportKind) {
     })
     const entries = rows.filter(r => r.part === 'entry').map(sums)
     const page: AgedPage = {
+      snapshotId: state.snapshot,
+      unchanged: state.snapshot === q.known,
       totals: rows.filter(r => r.part === 'total').map(sums),
       entries: entries.slice(0, q.limit),
       more: entries.length > q.limit,
@@ -282,8 +292,8 @@ export function pageStatement (table: string, shape: PageRead): string {
   const columns = (b: string) => `${b}.party_id, ${b}.party_name, ${b}.currency, ${b}.over_90::text, ${b}.d61_90::text,
          ${b}.d31_60::text, ${b}.d1_30::text, ${b}.current::text, ${b}.total::text, ${b}.count::int, ${b}.oldest::text`
   // The snapshot's id as a value known before its rows are read, so that the rank index's order serves the page
-  // and the scan stops at its end.
-  const snapshotOf = 'b.snapshot_id = (select f.id from found f)'
+  // and the scan stops at its end; none when it is the one the caller knows.
+  const snapshotOf = 'b.snapshot_id = (select f.id from found f where f.id is distinct from u.known)'
   // A contact's totals add up its entries; without a contact, they are the snapshot's rows of every contact.
   const totals = q.partyId === undefined
     ? `select ${columns('b')} from aged_balances b where ${snapshotOf} and b.party_id is null ${filters}`
@@ -294,9 +304,10 @@ export function pageStatement (table: string, shape: PageRead): string {
         group by b.currency`
   return `select u.k, p.*
   from unnest($1::text[], $2::text[], $3::date[], $4::bigint[], $5::text[], $6::text[], $7::numeric[],
-              $8::numeric[], $9::numeric[], $10::numeric[], $11::numeric[], $12::text[], $13::text[], $14::int[])
+              $8::numeric[], $9::numeric[], $10::numeric[], $11::numeric[], $12::text[], $13::text[], $14::int[],
+              $15::bigint[])
        with ordinality as u(org_ref_id, entity_ref_id, as_of, snapshot, party_id, currency, a_over_90, a_d61_90,
-                            a_d31_60, a_d1_30, a_current, a_party_id, a_currency, shown, k)
+                            a_d31_60, a_d1_30, a_current, a_party_id, a_currency, shown, known, k)
   cross join lateral (
     with found as (${found}),
     page as (
@@ -326,6 +337,6 @@ export function pageParams (reads: PageRead[]): unknown[] {
     column(r => r.q.partyId ?? null), column(r => r.q.currency ?? null),
     bucket(0), bucket(1), bucket(2), bucket(3), bucket(4),
     column(r => r.q.after?.partyId ?? null), column(r => r.q.after?.currency ?? null),
-    column(r => r.q.limit)
+    column(r => r.q.limit), column(r => r.q.known ?? null)
   ]
 }
