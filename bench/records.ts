@@ -41,12 +41,14 @@
  *          list)
  *   at size, the curve  then, in the same table, for each size of BENCH_AGED_OPEN, ascending: one more tenant, with
  *          that many open invoices over size / BENCH_AGED_PER_CUSTOMER customers; the report is read once page by
- *          page (its counts and sums checked), then the first page and the page after the cursor of the report's
- *          middle page, in alternating slices (of at least 5 s), at BENCH_AGED_CONNECTIONS connections, each request
- *          the same (no bare route: latency and req/s of the service alone, answers other than 200 counted, and the
- *          server time); then EXPLAIN (ANALYZE, BUFFERS) of both pages' statement as the store sends it, with its
- *          values (custom plan) and prepared (generic plan, which a connection of the service may keep after five
- *          executions)
+ *          page (its counts and sums checked), then the first page, the page after the cursor of the report's
+ *          middle page, and the first page while one of the tenant's open invoices after another changes every
+ *          BENCH_AGED_CHANGE_MS (`changing`: each change makes the next page add the report up again), in
+ *          alternating slices (of at least 5 s), at BENCH_AGED_CONNECTIONS connections, each request the same (no
+ *          bare route: latency and req/s of the service alone, answers other than 200 counted, and the server
+ *          time); then EXPLAIN (ANALYZE, BUFFERS) of each page's statement as the store sends it, with its values
+ *          (custom plan) and prepared (generic plan, which a connection of the service may keep after five
+ *          executions), and of the statement that makes the snapshot after a change
  *
  * `aged` alone (BENCH_PHASES=aged) loads only its own tenants: neither BENCH_INVOICES nor the first service.
  *
@@ -83,6 +85,8 @@
  *   BENCH_AGED_TENANT_OPEN   aged: open invoices of a typical tenant (default 100)
  *   BENCH_AGED_TENANT_CUSTOMERS  aged: customers of a typical tenant (default 25)
  *   BENCH_AGED_AS_OF      aged: the report's as_of, around which the due dates lie (default 2026-06-30)
+ *   BENCH_AGED_CHANGE_MS  aged: pause between two changes of the large tenant's invoices in the `changing`
+ *                         slices (default 100)
  *   BENCH_AGED_PLANS=1    aged: print the whole EXPLAIN of each size's statements, not only their times
  *   BENCH_CPU_PROF=dir    a V8 CPU profile of the service into dir (it then starts as `node --cpu-prof … serve`)
  *   BENCH_ADMIN_URL       where to create the fresh database (default postgres://postgres@127.0.0.1:5432/postgres)
@@ -140,6 +144,7 @@ const AGED_TENANT_OPEN = positiveInt('BENCH_AGED_TENANT_OPEN', 100)
 const AGED_TENANT_CUSTOMERS = positiveInt('BENCH_AGED_TENANT_CUSTOMERS', 25)
 const AGED_AS_OF = process.env.BENCH_AGED_AS_OF || '2026-06-30'
 const AGED_PLANS = process.env.BENCH_AGED_PLANS === '1'
+const AGED_CHANGE_MS = positiveInt('BENCH_AGED_CHANGE_MS', 100)
 
 const TARGETS = { list: 0.5, deep: 0.5, get: 0.6 } as const
 const TARGET_P99_MS = 25
@@ -1129,8 +1134,10 @@ interface AgedSizeRow {
   entries: number
   pages: number
   loadSeconds: number
-  page: 'first' | 'later'
+  page: AgedPageKind
   bytes: number
+  /** Changes of the tenant's invoices per second during the slices (the `changing` page). */
+  changesPerSecond: number
   figures: SliceFigures & { failed: number }
   serverP50: number
   serverP99: number
@@ -1193,19 +1200,58 @@ async function agedSlice (service: ServerProcess, path: string, token: string, s
   return { raw, cpu: service.cpuSeconds() - cpu0, pg: await cpuSince(pg0) }
 }
 
-/** The large tenant of one size: warm-up, then alternating slices of its first and later page. */
+type AgedPageKind = 'first' | 'later' | 'changing'
+
+/**
+ * Runs `slice` while one open invoice of tenant `t` after another is changed (its amount due by one minor unit)
+ * every BENCH_AGED_CHANGE_MS, each change a statement of its own, as events arrive: every change moves the
+ * tenant's version, and the next page adds the report up again.
+ */
+async function whileChanging<T extends { raw: RawResult }> (
+  db: pg.Client, t: number, slice: () => Promise<T>
+): Promise<T & { changes: number }> {
+  const { orgRefId, entityRefId } = agedTenantOf(t)
+  const { rows } = await db.query<{ id: string }>(
+    `select id from invoices where org_ref_id = $1 and entity_ref_id = $2
+        and status = 'authorised' and amount_due_minor <> 0 order by id limit 100`, [orgRefId, entityRefId])
+  const writing = { stop: false }
+  let changes = 0
+  const writer = (async () => {
+    while (!writing.stop) {
+      await db.query(
+        `update invoices set amount_due_minor = amount_due_minor + 1
+          where org_ref_id = $1 and entity_ref_id = $2 and id = $3`,
+        [orgRefId, entityRefId, rows[changes % rows.length]!.id])
+      changes++
+      await sleep(AGED_CHANGE_MS)
+    }
+  })()
+  try {
+    return { ...await slice(), changes }
+  } finally {
+    writing.stop = true
+    await writer
+  }
+}
+
+/**
+ * The large tenant of one size: warm-up, then alternating slices of its first page, its later page, and its first
+ * page while its invoices change (`whileChanging`).
+ */
 async function agedAtSize (
-  service: ServerProcess, times: RequestTimes, t: number, token: string, open: number, customers: number,
-  loadSeconds: number, invoices: number
+  service: ServerProcess, db: pg.Client, times: RequestTimes, t: number, token: string, open: number,
+  customers: number, loadSeconds: number, invoices: number
 ): Promise<AgedSizeRow[]> {
   const started = now()
   const walked = await walkReport(service, t, token, open)
   console.log(`    the report: ${fmt(walked.entries)} entries in ${fmt(walked.pages)} pages of ${LIMIT}, read and ` +
     `checked in ${fmt((now() - started) / 1000, 1)} s; totals ` +
     walked.totals.map(x => `${x.currency} ${fmt(x.count)}`).join(', '))
-  const pages = [
-    { page: 'first' as const, path: agedPath(t) + AGED_QUERY, bytes: walked.firstBytes, after: undefined },
-    ...(walked.later ? [{ page: 'later' as const, ...walked.later }] : [])
+  const first = { page: 'first' as const, path: agedPath(t) + AGED_QUERY, bytes: walked.firstBytes, after: undefined }
+  const pages: Array<{ page: AgedPageKind, path: string, bytes: number, after: AgedPosition | undefined }> = [
+    first,
+    ...(walked.later ? [{ page: 'later' as const, ...walked.later }] : []),
+    { ...first, page: 'changing' as const }
   ]
   if (WARMUP > 0) {
     for (const p of pages) {
@@ -1213,7 +1259,7 @@ async function agedAtSize (
       mergeAged(`aged ${p.page}`, service.url, [warm.raw])
     }
   }
-  const acc = pages.map(() => ({ results: [] as RawResult[], cpu: 0, pg: 0, times: [] as number[] }))
+  const acc = pages.map(() => ({ results: [] as RawResult[], cpu: 0, pg: 0, times: [] as number[], changes: 0 }))
   // At least 5 s: a request of the largest tenant can take seconds, and a slice counts only the answers it saw end.
   const perSlice = Math.max(SECONDS / ROUNDS, AGED_MIN_SLICE_S)
   for (let round = 0; round < ROUNDS; round++) {
@@ -1222,21 +1268,24 @@ async function agedAtSize (
     for (const i of round % 2 === 0 ? order : order.reverse()) {
       const p = pages[i]!
       times.listen(url => url === p.path)
-      const m = await agedSlice(service, p.path, token, perSlice)
+      const slice = () => agedSlice(service, p.path, token, perSlice)
+      const m = p.page === 'changing' ? await whileChanging(db, t, slice) : { ...await slice(), changes: 0 }
+      acc[i]!.changes += m.changes
       acc[i]!.results.push(m.raw)
       acc[i]!.cpu += m.cpu
       acc[i]!.pg += m.pg
       acc[i]!.times.push(...await times.take())
       const failed = m.raw.non2xx + m.raw.errors
       parts.push(`${p.page} page ${fmt((m.raw.totalCompletedRequests - m.raw.non2xx) / m.raw.duration)} req/s` +
-        (failed > 0 ? ` (${fmt(failed)} failed)` : ''))
+        (failed > 0 ? ` (${fmt(failed)} failed)` : '') +
+        (p.page === 'changing' ? ` (${fmt(m.changes / m.raw.duration, 1)} changes/s)` : ''))
     }
     console.log(`      round ${round + 1}/${ROUNDS} (${fmt(perSlice, 1)} s each, load average ` +
       `${loadavg()[0]!.toFixed(2)}): ${parts.join(', ')}`)
   }
   const rows: AgedSizeRow[] = []
   for (const [i, p] of pages.entries()) {
-    const { results, cpu, pg: pgCpu, times: serverTimes } = acc[i]!
+    const { results, cpu, pg: pgCpu, times: serverTimes, changes } = acc[i]!
     const figures = mergeAged(`aged ${p.page}`, service.url, results)
     serverTimes.sort((x, y) => x - y)
     const plan = await explainAged(meter!, {
@@ -1251,6 +1300,7 @@ async function agedAtSize (
       invoices,
       entries: walked.entries,
       pages: walked.pages,
+      changesPerSecond: changes / figures.duration,
       loadSeconds,
       page: p.page,
       bytes: p.bytes,
@@ -1348,7 +1398,7 @@ async function agedPhase (
       'invoices in all:')
     const loadSeconds = await loadAged(db, t, t, open, customers)
     await checkSample(db, agedTenantOf(t))
-    sizes.push(...await agedAtSize(service, times, t, tokens.get(t)!, open, customers, loadSeconds, invoices))
+    sizes.push(...await agedAtSize(service, db, times, t, tokens.get(t)!, open, customers, loadSeconds, invoices))
   }
   await service.stop()
   return {
@@ -1449,18 +1499,22 @@ function report (reads: ReadRow[], sizes: SizeRow[], ingest: IngestRow | undefin
   if (aged) agedVerdicts(aged)
 }
 
-/** The p99 target holds for a tenant of up to 10,000 open invoices; larger ones show the growth. */
-const agedTargeted = (r: AgedSizeRow): boolean => r.open <= 10_000
+/**
+ * The p99 target holds for a tenant of up to 10,000 open invoices, read as it stands; larger ones show the growth,
+ * and the `changing` page what changes cost the pages.
+ */
+const agedTargeted = (r: AgedSizeRow): boolean => r.open <= 10_000 && r.page !== 'changing'
 const ms = (x: number): string => Number.isNaN(x) ? '–' : fmt(x, x < 10 ? 1 : 0)
 
 function reportAged ({ sizes, typical: t }: AgedResult): void {
   console.log(`  aged receivables, one tenant at ${AGED_CONNECTIONS} connections (as_of ${AGED_AS_OF}, limit ` +
     `${LIMIT}; "later": the page after the report's middle page; server: the service's own request log, ms):`)
   printTable([
-    ['open invoices', 'customers', 'entries', 'all invoices', 'page', 'bytes', 'req/s', 'failed', 'p50 ms',
+    ['open invoices', 'customers', 'entries', 'all invoices', 'page', 'changes/s', 'bytes', 'req/s', 'failed', 'p50 ms',
       'p99 ms', 'server p50 ms', 'server p99 ms', 'service CPU µs/req', 'postgres CPU µs/req', 'EXPLAIN custom ms',
       'generic ms', 'load avg'],
-    ...sizes.map(r => [fmt(r.open), fmt(r.customers), fmt(r.entries), fmt(r.invoices), r.page, fmt(r.bytes),
+    ...sizes.map(r => [fmt(r.open), fmt(r.customers), fmt(r.entries), fmt(r.invoices), r.page,
+      fmt(r.changesPerSecond, 1), fmt(r.bytes),
       fmt(r.figures.rps), fmt(r.figures.failed), ms(r.figures.p50), ms(r.figures.p99), ms(r.serverP50),
       ms(r.serverP99),
       fmt(r.cpuMicrosPerRequest), fmt(r.pgMicrosPerRequest), fmt(r.plan.custom, 1), fmt(r.plan.generic, 1),
@@ -1490,6 +1544,7 @@ function reportAged ({ sizes, typical: t }: AgedResult): void {
   console.log('')
   for (const r of sizes) {
     console.log(`markdown row: | ${stamp()} | aged | ${fmt(r.open)} | ${fmt(r.customers)} | ${r.page} | ` +
+      `${fmt(r.changesPerSecond, 1)} | ` +
       `${fmt(r.figures.rps)} | ${fmt(r.figures.failed)} | ${ms(r.figures.p50)} | **${ms(r.figures.p99)}** | ` +
       `${ms(r.serverP50)} / ${ms(r.serverP99)} | ${fmt(r.cpuMicrosPerRequest)} / ${fmt(r.pgMicrosPerRequest)} | ` +
       `${fmt(r.plan.custom, 1)} / ${fmt(r.plan.generic, 1)} |`)

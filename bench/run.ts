@@ -47,7 +47,9 @@ const BRIEF: Record<string, Record<string, string>> = {
     BENCH_ROUNDS: '2',
     BENCH_WARMUP: '1',
     BENCH_GET_REQUESTS: '5000',
-    BENCH_INGEST_SECONDS: '3'
+    BENCH_INGEST_SECONDS: '3',
+    BENCH_AGED_OPEN: '10000',
+    BENCH_AGED_TENANTS: '200'
   }
 }
 

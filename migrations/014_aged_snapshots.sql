@@ -25,6 +25,18 @@ create table aged_report_versions (
   primary key (org_ref_id, entity_ref_id, report)
 );
 
+-- The tenants a transaction has changed so far, moved to a new version when it commits (the trigger
+-- aged_report_changes_commit below), not at each statement: a version row is then locked for the moment of a commit,
+-- and the transactions that write one tenant's documents at once do not wait for each other's whole work. A row
+-- lives only inside its transaction (written by it, deleted at its commit), hence unlogged.
+create unlogged table aged_report_changes (
+  xact xid8 not null,
+  org_ref_id text not null,
+  entity_ref_id text not null,
+  report text not null,
+  primary key (xact, org_ref_id, entity_ref_id, report)
+);
+
 -- One report of one tenant added up to one day, from the records as they were at one version.
 create table aged_snapshots (
   id bigint generated always as identity primary key,
@@ -59,28 +71,43 @@ create index aged_balances_rank on aged_balances
 create index aged_balances_totals on aged_balances (snapshot_id, currency) where party_id is null;
 create index aged_balances_party on aged_balances (snapshot_id, party_id) where party_id is not null;
 
--- Moves the version of every tenant whose rows the statement changed. Statement-level, over the changed rows: one
--- row written per tenant, not one per record. Tenants in a fixed order, so that two transactions that change the
--- same tenants wait for each other instead of each holding a version the other needs.
-create function aged_report_touch () returns trigger language plpgsql as $$
+-- Notes the tenants whose rows the statement changed, once per transaction. Statement-level, over the changed rows:
+-- one row per tenant, not one per record.
+create function aged_report_changed () returns trigger language plpgsql as $$
 begin
-  insert into aged_report_versions as v (org_ref_id, entity_ref_id, report, version)
-  select distinct c.org_ref_id, c.entity_ref_id, tg_table_name, 1 from changed c order by 1, 2
-  on conflict (org_ref_id, entity_ref_id, report) do update set version = v.version + 1;
+  insert into aged_report_changes (xact, org_ref_id, entity_ref_id, report)
+  select distinct pg_current_xact_id(), c.org_ref_id, c.entity_ref_id, tg_table_name from changed c order by 2, 3
+  on conflict do nothing;
   return null;
 end
 $$;
 
+-- At commit, in the order the tenants were noted (each statement's in tenant order, so that two transactions that
+-- change the same tenants lock their versions in the same order): the tenant's version moves on.
+create function aged_report_commit () returns trigger language plpgsql as $$
+begin
+  insert into aged_report_versions as v (org_ref_id, entity_ref_id, report, version)
+  values (new.org_ref_id, new.entity_ref_id, new.report, 1)
+  on conflict (org_ref_id, entity_ref_id, report) do update set version = v.version + 1;
+  delete from aged_report_changes c
+   where c.xact = new.xact and c.org_ref_id = new.org_ref_id and c.entity_ref_id = new.entity_ref_id
+     and c.report = new.report;
+  return null;
+end
+$$;
+create constraint trigger aged_report_changes_commit after insert on aged_report_changes
+  deferrable initially deferred for each row execute function aged_report_commit();
+
 -- A transition table names one event, so each table takes three triggers.
 create trigger invoices_aged_inserted after insert on invoices referencing new table as changed
-  for each statement execute function aged_report_touch();
+  for each statement execute function aged_report_changed();
 create trigger invoices_aged_updated after update on invoices referencing new table as changed
-  for each statement execute function aged_report_touch();
+  for each statement execute function aged_report_changed();
 create trigger invoices_aged_deleted after delete on invoices referencing old table as changed
-  for each statement execute function aged_report_touch();
+  for each statement execute function aged_report_changed();
 create trigger bills_aged_inserted after insert on bills referencing new table as changed
-  for each statement execute function aged_report_touch();
+  for each statement execute function aged_report_changed();
 create trigger bills_aged_updated after update on bills referencing new table as changed
-  for each statement execute function aged_report_touch();
+  for each statement execute function aged_report_changed();
 create trigger bills_aged_deleted after delete on bills referencing old table as changed
-  for each statement execute function aged_report_touch();
+  for each statement execute function aged_report_changed();

@@ -77,10 +77,12 @@ const ATTEMPTS = 3
 /**
  * The aged report of invoices (receivables) or bills (payables), read from a snapshot: the tenant's open items
  * added up by contact and currency to one day, once per change of the tenant's documents (migrations/
- * 014_aged_snapshots.sql). A page is one statement that reads the snapshot of the tenant's current version (its
- * entries after the cursor's position, in rank order, and its totals, which cover every contact, not only the
- * page). Without one, the snapshot is made first, in one statement over the open-items index, and read by its id:
- * its sums are the records as they were when that statement began, after the page was asked for.
+ * 014_aged_snapshots.sql). A page is one statement (shared by the pages of one turn of the event loop) that reads
+ * the snapshot of the tenant's current version: its entries after the cursor's position, in rank order, and its
+ * totals, which cover every contact, not only the page; or only its id, when that is the snapshot the caller
+ * already holds the page of (`known`). Without one, the snapshot is made first, in one statement over the
+ * open-items index, and read by its id: its sums are the records as they were when that statement began, after the
+ * page was asked for.
  */
 export function createAgedReportStore (db: Db, report: AgedReportKind) {
   /** Snapshots being made by this process, by tenant, day and the version seen: asked for once, awaited by all. */

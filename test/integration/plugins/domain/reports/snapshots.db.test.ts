@@ -88,6 +88,10 @@ t.test('a report is added up once per change of the tenant\'s documents; a repla
   t.strictSame(await counted(async () => { page = await report(i) }), ['aged-receivables/kept: 1'],
     'an event the records ignore leaves the snapshot kept')
   t.strictSame(totalOf(page), ['EUR 120.50'])
+  const [pending] = await app.db.query<{ n: number }>(
+    'select count(*)::int as n from aged_report_changes where org_ref_id = $1 and entity_ref_id = $2',
+    [i.orgRefId, i.entityRefId])
+  t.equal(pending!.n, 0, 'what a transaction notes of its changes is gone once it commits')
 })
 
 t.test('another tenant\'s documents, and the other report\'s, leave a snapshot kept', async t => {
