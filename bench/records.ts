@@ -1100,7 +1100,11 @@ async function explainAged (c: pg.Client, q: AgedQuery): Promise<PlanTimes> {
   const snapshot = await c.query(
     `update aged_report_versions set version = version + 1
       where org_ref_id = $1 and entity_ref_id = $2 and report = $3`, [q.orgRefId, q.entityRefId, table])
-    .then(() => explain(made.text, made.params))
+    .then(moved => {
+      // Without a version row the statement would find its snapshot made already and measure nothing.
+      if (moved.rowCount !== 1) throw new Error('aged: the tenant has no report version to move')
+      return explain(made.text, made.params)
+    })
     .finally(() => c.query('rollback'))
   // One page, as a batch of one.
   const text = pageStatement(table, { q })

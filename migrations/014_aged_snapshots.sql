@@ -69,45 +69,72 @@ create index aged_balances_rank on aged_balances
   (snapshot_id, (-over_90), (-d61_90), (-d31_60), (-d1_30), (-current), party_id collate "C", currency collate "C")
   where party_id is not null;
 create index aged_balances_totals on aged_balances (snapshot_id, currency) where party_id is null;
-create index aged_balances_party on aged_balances (snapshot_id, party_id) where party_id is not null;
+-- A contact's entries, and every row of a snapshot (what dropping the snapshot deletes).
+create index aged_balances_party on aged_balances (snapshot_id, party_id);
 
 -- Notes the tenants whose rows the statement changed, once per transaction. Statement-level, over the changed rows:
 -- one row per tenant, not one per record.
 create function aged_report_changed () returns trigger language plpgsql as $$
 begin
   insert into aged_report_changes (xact, org_ref_id, entity_ref_id, report)
-  select distinct pg_current_xact_id(), c.org_ref_id, c.entity_ref_id, tg_table_name from changed c order by 2, 3
+  select distinct pg_current_xact_id(), c.org_ref_id, c.entity_ref_id, tg_table_name from changed c
   on conflict do nothing;
   return null;
 end
 $$;
 
--- At commit, in the order the tenants were noted (each statement's in tenant order, so that two transactions that
--- change the same tenants lock their versions in the same order): the tenant's version moves on.
+-- At commit: every tenant the transaction noted moves to a new version, at the first firing (the later ones find
+-- nothing left), in one order for every transaction (report, then tenant, byte-wise), so that two transactions
+-- that changed the same tenants lock their versions in the same order, whatever order they wrote in.
 create function aged_report_commit () returns trigger language plpgsql as $$
 begin
+  with noted as (
+    delete from aged_report_changes c where c.xact = new.xact
+    returning c.org_ref_id, c.entity_ref_id, c.report
+  )
   insert into aged_report_versions as v (org_ref_id, entity_ref_id, report, version)
-  values (new.org_ref_id, new.entity_ref_id, new.report, 1)
+  select n.org_ref_id, n.entity_ref_id, n.report, 1 from noted n
+   order by n.report, n.org_ref_id collate "C", n.entity_ref_id collate "C"
   on conflict (org_ref_id, entity_ref_id, report) do update set version = v.version + 1;
-  delete from aged_report_changes c
-   where c.xact = new.xact and c.org_ref_id = new.org_ref_id and c.entity_ref_id = new.entity_ref_id
-     and c.report = new.report;
   return null;
 end
 $$;
 create constraint trigger aged_report_changes_commit after insert on aged_report_changes
   deferrable initially deferred for each row execute function aged_report_commit();
 
--- A transition table names one event, so each table takes three triggers.
+-- An update may move a row to another tenant: both the tenants it left and the ones it reached changed.
+create function aged_report_updated () returns trigger language plpgsql as $$
+begin
+  insert into aged_report_changes (xact, org_ref_id, entity_ref_id, report)
+  select distinct pg_current_xact_id(), c.org_ref_id, c.entity_ref_id, tg_table_name
+    from (select org_ref_id, entity_ref_id from changed union select org_ref_id, entity_ref_id from left_behind) c
+  on conflict do nothing;
+  return null;
+end
+$$;
+
+-- TRUNCATE names no rows: every tenant's version of the report moves (the table is locked whole meanwhile).
+create function aged_report_truncated () returns trigger language plpgsql as $$
+begin
+  update aged_report_versions set version = version + 1 where report = tg_table_name;
+  return null;
+end
+$$;
+
+-- A transition table names one event, so each table takes a trigger per event.
 create trigger invoices_aged_inserted after insert on invoices referencing new table as changed
   for each statement execute function aged_report_changed();
-create trigger invoices_aged_updated after update on invoices referencing new table as changed
-  for each statement execute function aged_report_changed();
+create trigger invoices_aged_updated after update on invoices referencing old table as left_behind new table as changed
+  for each statement execute function aged_report_updated();
 create trigger invoices_aged_deleted after delete on invoices referencing old table as changed
   for each statement execute function aged_report_changed();
+create trigger invoices_aged_truncated after truncate on invoices
+  for each statement execute function aged_report_truncated();
 create trigger bills_aged_inserted after insert on bills referencing new table as changed
   for each statement execute function aged_report_changed();
-create trigger bills_aged_updated after update on bills referencing new table as changed
-  for each statement execute function aged_report_changed();
+create trigger bills_aged_updated after update on bills referencing old table as left_behind new table as changed
+  for each statement execute function aged_report_updated();
 create trigger bills_aged_deleted after delete on bills referencing old table as changed
   for each statement execute function aged_report_changed();
+create trigger bills_aged_truncated after truncate on bills
+  for each statement execute function aged_report_truncated();

@@ -198,7 +198,9 @@ function parameters () {
  * The statement that makes a snapshot of the tenant's report to `as_of` and answers its id (none when another
  * transaction made the same one at the same moment). One statement, so that the version it records and the sums it
  * keeps are of the same moment: a change committed later moves the version past it. It also drops the tenant's
- * snapshots of earlier versions, and of days asked for less recently than the last few.
+ * snapshots of earlier versions, and of the days added up before the last few (in the order they were made, not
+ * asked for: a page read by id then finds its snapshot gone only when eight others of the tenant were made
+ * meanwhile, and asks again).
  */
 export function snapshotStatement (table: string, q: AgedQuery): { text: string, params: unknown[] } {
   const { params, param } = parameters()
@@ -281,7 +283,8 @@ export function pageStatement (table: string, shape: PageRead): string {
     ? `select s.id, c.version
          from (select coalesce((select v.version from aged_report_versions v where ${ofTenant('v')}), 0) as version) c
          left join aged_snapshots s on ${ofTenant('s')} and s.as_of = u.as_of and s.version = c.version`
-    : 'select s.id, null::bigint as version from aged_snapshots s where s.id = u.snapshot'
+    : `select s.id, null::bigint as version from aged_snapshots s
+        where s.id = u.snapshot and ${ofTenant('s')} and s.as_of = u.as_of`
   const filters = [
     ...(q.partyId === undefined ? [] : ['b.party_id = u.party_id']),
     ...(q.currency === undefined ? [] : ['b.currency = u.currency'])
@@ -313,7 +316,7 @@ export function pageStatement (table: string, shape: PageRead): string {
   cross join lateral (
     with found as (${found}),
     page as (
-      select ${columns('b')}
+      select ${columns('b')}, row_number() over (order by ${rank}) as n
         from aged_balances b
        where ${snapshotOf} and b.party_id is not null ${filters} ${after}
        order by ${rank}
@@ -324,7 +327,7 @@ export function pageStatement (table: string, shape: PageRead): string {
            null as current, null as total, null::int as count, null as oldest, 0::bigint as n
       from found f
     union all
-    select 'entry', null, null, p.*, row_number() over () from page p
+    select 'entry', null, null, p.* from page p
     union all
     select 'total', null, null, t.*, 0 from (${totals}) t) p
  order by u.k, p.part, p.n, p.currency`

@@ -154,3 +154,52 @@ t.test('the last eight days added up are kept, no more, and only at the current 
   await ask(days[0]!)
   t.equal(await kept(), 1, 'a change: the earlier version\'s snapshots are dropped when the next is made')
 })
+
+t.test('changes by SQL in one transaction: rolled back they move nothing; committed, each report and tenant touched',
+  async t => {
+    const [a, b] = [await install(app), await install(app)]
+    for (const i of [a, b]) {
+      await send(i, 'inv_1', '10.00')
+      await send(i, 'bill_1', '4.00', { kind: 'bill' })
+    }
+    const all = async () => [
+      ...totalOf(await report(a)), ...totalOf(await report(a, 'aged-payables')),
+      ...totalOf(await report(b)), ...totalOf(await report(b, 'aged-payables'))
+    ]
+    t.strictSame(await all(), ['EUR 10.00', 'EUR 4.00', 'EUR 10.00', 'EUR 4.00'])
+    const byId = 'where org_ref_id = $1 and entity_ref_id = $2'
+    await app.db.tx(async q => {
+      await q.query(`update bills set amount_due_minor = 100 ${byId}`, [a.orgRefId, a.entityRefId])
+      await q.query('select 1 / 0')
+    }).then(() => t.fail('the transaction is rolled back'), () => {})
+    t.strictSame(await counted(all), ['aged-payables/kept: 2', 'aged-receivables/kept: 2'], 'rolled back: all kept')
+
+    // Bills before invoices, tenant b before a: the reverse of the order the service writes in.
+    await app.db.tx(async q => {
+      await q.query(`update bills set amount_due_minor = 500 ${byId}`, [b.orgRefId, b.entityRefId])
+      await q.query(`update invoices set amount_due_minor = 2000 ${byId}`, [a.orgRefId, a.entityRefId])
+      await q.query(`update bills set amount_due_minor = 600 ${byId}`, [a.orgRefId, a.entityRefId])
+    })
+    let totals: string[] = []
+    t.strictSame(await counted(async () => { totals = await all() }),
+      ['aged-payables/made: 2', 'aged-receivables/kept: 1', 'aged-receivables/made: 1'])
+    t.strictSame(totals, ['EUR 20.00', 'EUR 6.00', 'EUR 10.00', 'EUR 5.00'])
+  })
+
+t.test('a row moved to another tenant changes both; TRUNCATE changes every tenant', async t => {
+  const [a, b] = [await install(app), await install(app)]
+  await send(a, 'inv_1', '10.00')
+  await send(a, 'inv_2', '3.00')
+  t.strictSame(totalOf(await report(a)), ['EUR 13.00'])
+  t.strictSame(totalOf(await report(b)), [])
+  await app.db.query(
+    `update invoices set org_ref_id = $3, entity_ref_id = $4
+      where org_ref_id = $1 and entity_ref_id = $2 and id = 'inv_2'`,
+    [a.orgRefId, a.entityRefId, b.orgRefId, b.entityRefId])
+  t.strictSame(totalOf(await report(a)), ['EUR 10.00'], 'the tenant it left')
+  t.strictSame(totalOf(await report(b)), ['EUR 3.00'], 'the tenant it reached')
+  // Last in the file: it empties every test's invoices.
+  await app.db.query('truncate invoices')
+  t.strictSame(totalOf(await report(a)), [])
+  t.strictSame(totalOf(await report(b)), [])
+})
