@@ -261,9 +261,10 @@ t.test('docs/webhooks.md: subscribe, and the local loop with a real receiver', a
     const i = (await me.json()) as { install_id: string, client_id: string }
     t.match(i, { install_id: /\S/, client_id: /^app_/ }, 'the install of the walkthrough\'s steps')
     const snippet = block('docs/mcp.md › With a token you already have')
-    t.ok(snippet.includes('http://127.0.0.1:3000/mcp'), 'the snippet names the local URL')
+    // As written: the service from BASE, as the walkthrough sets it.
     const ran = await bash('node --input-type=module -e "$SNIPPET"', ROOT, {
-      SNIPPET: snippet.replace('http://127.0.0.1:3000', base),
+      SNIPPET: snippet,
+      BASE: base,
       ACCESS_TOKEN: accessToken
     }, 30_000)
     t.equal(ran.code, 0, `exits by itself: ${ran.stderr.slice(-500)}`)
