@@ -1,5 +1,5 @@
--- The aged reports added up once and read a page at a time (docs/decisions.md, "Aged reports: added up once per
--- change, read from a snapshot"). Postgres 15 and PGlite.
+-- The aged reports added up once per change and read a page at a time (docs/decisions.md, "Aged receivables and
+-- payables": "Added up once per change, read from a snapshot"). Postgres 15 and PGlite.
 
 -- The open-items indexes with the tenant's own columns, so that adding up a tenant's open items is an index-only
 -- scan: the expression key alone does not give Postgres the columns the expression is computed from, and it read
