@@ -31,3 +31,22 @@ export function perTurn<A, R> (run: (calls: A[]) => Promise<R[]>, most = 64): (c
     if (waiting.push({ call, resolve, reject }) === 1) setImmediate(flush)
   })
 }
+
+/**
+ * `perTurn` with a batch per shape of call (`shapeOf`): the calls of one turn and one shape run together, each shape's
+ * batch apart (its own statement, connection and failure), so that `run` gets calls of one shape only.
+ */
+export function perTurnByShape<A, R> (
+  shapeOf: (call: A) => string, run: (calls: A[]) => Promise<R[]>
+): (call: A) => Promise<R> {
+  const byShape = new Map<string, (call: A) => Promise<R>>()
+  return call => {
+    const shape = shapeOf(call)
+    let batch = byShape.get(shape)
+    if (!batch) {
+      batch = perTurn(run)
+      byShape.set(shape, batch)
+    }
+    return batch(call)
+  }
+}

@@ -102,17 +102,6 @@ $$;
 create constraint trigger aged_report_changes_commit after insert on aged_report_changes
   deferrable initially deferred for each row execute function aged_report_commit();
 
--- An update may move a row to another tenant: both the tenants it left and the ones it reached changed.
-create function aged_report_updated () returns trigger language plpgsql as $$
-begin
-  insert into aged_report_changes (xact, org_ref_id, entity_ref_id, report)
-  select distinct pg_current_xact_id(), c.org_ref_id, c.entity_ref_id, tg_table_name
-    from (select org_ref_id, entity_ref_id from changed union select org_ref_id, entity_ref_id from left_behind) c
-  on conflict do nothing;
-  return null;
-end
-$$;
-
 -- TRUNCATE names no rows: every tenant's version of the report moves (the table is locked whole meanwhile).
 create function aged_report_truncated () returns trigger language plpgsql as $$
 begin
@@ -121,19 +110,24 @@ begin
 end
 $$;
 
--- A transition table names one event, so each table takes a trigger per event.
+-- A transition table names one event, so each table takes a trigger per event; an update two, as it may move a
+-- row to another tenant: both the tenants its rows left (the old rows) and the ones they reached changed.
 create trigger invoices_aged_inserted after insert on invoices referencing new table as changed
   for each statement execute function aged_report_changed();
-create trigger invoices_aged_updated after update on invoices referencing old table as left_behind new table as changed
-  for each statement execute function aged_report_updated();
+create trigger invoices_aged_updated after update on invoices referencing new table as changed
+  for each statement execute function aged_report_changed();
+create trigger invoices_aged_left after update on invoices referencing old table as changed
+  for each statement execute function aged_report_changed();
 create trigger invoices_aged_deleted after delete on invoices referencing old table as changed
   for each statement execute function aged_report_changed();
 create trigger invoices_aged_truncated after truncate on invoices
   for each statement execute function aged_report_truncated();
 create trigger bills_aged_inserted after insert on bills referencing new table as changed
   for each statement execute function aged_report_changed();
-create trigger bills_aged_updated after update on bills referencing old table as left_behind new table as changed
-  for each statement execute function aged_report_updated();
+create trigger bills_aged_updated after update on bills referencing new table as changed
+  for each statement execute function aged_report_changed();
+create trigger bills_aged_left after update on bills referencing old table as changed
+  for each statement execute function aged_report_changed();
 create trigger bills_aged_deleted after delete on bills referencing old table as changed
   for each statement execute function aged_report_changed();
 create trigger bills_aged_truncated after truncate on bills

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../../infrastructure/db/types.js'
-import { perTurn } from '../../../lib/per-turn.js'
+import { perTurn, perTurnByShape } from '../../../lib/per-turn.js'
 import type { RecordKind } from './kinds.js'
 
 /** One kept record: what lists filter and order on, and the JSON text as it was sent. */
@@ -64,27 +64,18 @@ export function createRecordStore (db: Db, kind: RecordKind) {
   })
 
   /**
-   * The pages of one turn of the event loop, read together (`perTurn`): one batch per shape (order and filters given,
-   * `pageStatement`), each in one statement, so a turn costs one round trip per shape, usually one; the shapes' batches
-   * go out at once, on connections of their own, and fail apart.
+   * The pages of one turn of the event loop, read together (`perTurnByShape`): one batch per shape (order and
+   * filters given, `pageStatement`), each in one statement, so a turn costs one round trip per shape, usually one; the
+   * shapes' batches go out at once, on connections of their own, and fail apart.
    */
-  const pagesByShape = new Map<string, (page: PageQuery) => Promise<Page>>()
-  const listPages = (page: PageQuery): Promise<Page> => {
-    const shape = shapeOf(page.f)
-    let batch = pagesByShape.get(shape)
-    if (!batch) {
-      batch = perTurn(async (pages: PageQuery[]) => {
-        type Row = { bodies: string | null, more: boolean, at_ms: string | null, id: string | null }
-        const rows = await db.query<Row>(pageStatement(table, pages[0]!.f), pageParams(pages))
-        return rows.map(row => ({
-          bodies: row.bodies ?? '',
-          next: row.more ? { updatedAt: new Date(Number(row.at_ms)), id: row.id! } : undefined
-        }))
-      })
-      pagesByShape.set(shape, batch)
-    }
-    return batch(page)
-  }
+  const listPages = perTurnByShape((page: PageQuery) => shapeOf(page.f), async (pages: PageQuery[]) => {
+    type Row = { bodies: string | null, more: boolean, at_ms: string | null, id: string | null }
+    const rows = await db.query<Row>(pageStatement(table, pages[0]!.f), pageParams(pages))
+    return rows.map((row): Page => ({
+      bodies: row.bodies ?? '',
+      next: row.more ? { updatedAt: new Date(Number(row.at_ms)), id: row.id! } : undefined
+    }))
+  })
 
   return {
     /**

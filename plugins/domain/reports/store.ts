@@ -1,4 +1,4 @@
-import { perTurn } from '../../../lib/per-turn.js'
+import { perTurnByShape } from '../../../lib/per-turn.js'
 import { DatabaseUnavailableError, type Db } from '../../infrastructure/db/types.js'
 import type { AgedReportKind } from './kinds.js'
 
@@ -89,26 +89,17 @@ export function createAgedReportStore (db: Db, report: AgedReportKind) {
   const making = new Map<string, Promise<string | undefined>>()
 
   /**
-   * The pages of one turn of the event loop, read together (`perTurn`): one batch per shape (`shapeOf`), each one
-   * statement, so that pages asked for together cost one round trip; on a local socket the write of a statement
+   * The pages of one turn of the event loop, read together (`perTurnByShape`): one batch per shape (`shapeOf`), each
+   * one statement, so that pages asked for together cost one round trip; on a local socket the write of a statement
    * costs the service more than the page's reading costs Postgres (BENCHMARKS.md). Every page of a batch reads the
    * same few index entries of its own snapshot: none waits on another's work.
    */
-  const batches = new Map<string, (read: PageRead) => Promise<Row[]>>()
-  const readTogether = (r: PageRead): Promise<Row[]> => {
-    const shape = shapeOf(r)
-    let batch = batches.get(shape)
-    if (!batch) {
-      batch = perTurn(async (reads: PageRead[]) => {
-        const rows = await db.query<Row>(pageStatement(report.table, reads[0]!), pageParams(reads))
-        const byPage = reads.map((): Row[] => [])
-        for (const row of rows) byPage[Number(row.k) - 1]!.push(row)
-        return byPage
-      })
-      batches.set(shape, batch)
-    }
-    return batch(r)
-  }
+  const readTogether = perTurnByShape(shapeOf, async (reads: PageRead[]) => {
+    const rows = await db.query<Row>(pageStatement(report.table, reads[0]!), pageParams(reads))
+    const byPage = reads.map((): Row[] => [])
+    for (const row of rows) byPage[Number(row.k) - 1]!.push(row)
+    return byPage
+  })
 
   async function read (
     q: AgedQuery, made?: { id: string, how: 'made' | 'joined' }
@@ -187,13 +178,6 @@ const DAYS_KEPT = 8
 const ofReport = (t: string, org: string, entity: string, table: string): string =>
   `${t}.org_ref_id = ${org} and ${t}.entity_ref_id = ${entity} and ${t}.report = '${table}'`
 
-/** The `$n` placeholders of a statement, typed, and their values in order. */
-function parameters () {
-  const params: unknown[] = []
-  const param = (value: unknown, type: string) => { params.push(value); return `$${params.length}::${type}` }
-  return { params, param }
-}
-
 /**
  * The statement that makes a snapshot of the tenant's report to `as_of` and answers its id (none when another
  * transaction made the same one at the same moment). One statement, so that the version it records and the sums it
@@ -203,7 +187,8 @@ function parameters () {
  * meanwhile, and asks again).
  */
 export function snapshotStatement (table: string, q: AgedQuery): { text: string, params: unknown[] } {
-  const { params, param } = parameters()
+  const params: unknown[] = []
+  const param = (value: unknown, type: string) => { params.push(value); return `$${params.length}::${type}` }
   const org = param(q.orgRefId, 'text')
   const entity = param(q.entityRefId, 'text')
   const asOf = param(q.asOf, 'date')
